@@ -1,0 +1,164 @@
+# syncmem top-level build.
+#
+#   make deps        install the Debian packages the project needs
+#   make             module (kmod/syncmem.ko), library, selftests, tools
+#   make check       everything above, then every test (host, stock VM, debug VM)
+#   make demo        the demo in the VM
+#   make checkpatch  checkpatch.pl --strict over kmod/ and the uapi header
+#   make sparse      the module under sparse (C=1)
+#   make bench       the benchmarks in the VM
+#
+# KDIR selects the kernel tree for kmod/syncmem.ko (default: the running
+# kernel's build tree when it is the Debian 6.1 kernel the VM boots, else the
+# installed Debian linux-headers-6.1*-amd64).
+
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+BUILD := $(ROOT)/build
+LINUX_FILES := $(BUILD)/linux-files
+
+STOCK_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*-amd64)))
+STOCK_VERSION := $(patsubst linux-headers-%,%,$(notdir $(STOCK_HEADERS)))
+RUNNING_BUILD := /lib/modules/$(shell uname -r)/build
+ifeq ($(shell uname -r),$(STOCK_VERSION))
+KDIR ?= $(if $(wildcard $(RUNNING_BUILD)/Makefile),$(RUNNING_BUILD),$(STOCK_HEADERS))
+else
+KDIR ?= $(STOCK_HEADERS)
+endif
+
+CC := gcc
+CSTD := -std=c11
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+LIB_WARN := $(WARN) -Wmissing-prototypes
+CPPFLAGS_ALL := -I$(ROOT)/include -I$(ROOT)/include/uapi
+CFLAGS ?= -O2 -g
+LIB_CFLAGS := $(CSTD) $(LIB_WARN) $(CFLAGS) -fPIC -fvisibility=default $(CPPFLAGS_ALL)
+# Test programs run in the busybox guest: link them statically.
+PROG_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(CPPFLAGS_ALL) -isystem $(LINUX_FILES)/tools/testing/selftests
+PROG_LDFLAGS := -static -pthread
+
+LIB_SRCS := $(sort $(wildcard lib/*.c))
+LIB_OBJS := $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
+LIB_HDRS := include/syncmem.h include/uapi/linux/syncmem.h lib/internal.h
+SONAME := libsyncmem.so.1
+
+SELFTEST_SRCS := $(sort $(wildcard selftests/*_test.c))
+SELFTESTS := $(patsubst selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRCS))
+SELFTEST_SCRIPTS := $(BUILD)/selftests/run-all
+HOSTTEST_SRCS := $(sort $(wildcard tests/host/*_test.c))
+HOSTTESTS := $(patsubst tests/host/%.c,$(BUILD)/host/%,$(HOSTTEST_SRCS))
+TOOL_SRCS := $(sort $(wildcard tools/syncmemctl/*.c tools/demo/*.c))
+TOOLS := $(patsubst %.c,$(BUILD)/%,$(notdir $(TOOL_SRCS)))
+TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
+
+KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
+
+.PHONY: all deps kmod kmod-debug lib selftests hosttests tools check check-host \
+	check-stock check-debug demo checkpatch sparse bench clean linux-files
+
+all: kmod lib selftests hosttests tools
+
+deps:
+	@$(ROOT)/tools/deps
+
+linux-files: $(LINUX_FILES)/.stamp
+$(LINUX_FILES)/.stamp:
+	@$(ROOT)/tools/linux-files $(LINUX_FILES)
+
+# ---- kernel module --------------------------------------------------------
+kmod: kmod/syncmem.ko
+kmod/syncmem.ko: $(KMOD_SRCS)
+	@test -n "$(KDIR)" || { echo "no kernel headers: run 'make deps'"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(ROOT)/kmod SYNCMEM_ROOT=$(ROOT) W=1 modules
+
+# The same sources built against the debug kernel tree, in build/kmod-debug.
+kmod-debug: $(BUILD)/kmod-debug/syncmem.ko
+$(BUILD)/kmod-debug/syncmem.ko: $(KMOD_SRCS) tools/vm/debug.config
+	@tree=$$($(ROOT)/tools/vm/build-debug-kernel) && \
+	mkdir -p $(BUILD)/kmod-debug && \
+	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
+		ln -sf $$f $(BUILD)/kmod-debug/; done && \
+	$(MAKE) -C $$tree M=$(BUILD)/kmod-debug SYNCMEM_ROOT=$(ROOT) W=1 modules
+
+# ---- library ----------------------------------------------------------------
+lib: lib/libsyncmem.a lib/libsyncmem.so
+$(BUILD)/lib/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+lib/libsyncmem.a: $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+lib/$(SONAME): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,$(SONAME) -pthread -o $@ $^ -luring
+lib/libsyncmem.so: lib/$(SONAME)
+	ln -sf $(SONAME) $@
+
+# ---- selftests, host tests, tools -------------------------------------------
+selftests: $(SELFTESTS) $(SELFTEST_SCRIPTS)
+$(BUILD)/selftests/%: selftests/%.c selftests/*.h lib/libsyncmem.a $(LINUX_FILES)/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+$(BUILD)/selftests/run-all: selftests/run-all
+	@mkdir -p $(@D)
+	cp $< $@
+
+hosttests: $(HOSTTESTS)
+$(BUILD)/host/%: tests/host/%.c lib/libsyncmem.a $(LINUX_FILES)/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a -pthread -luring
+
+tools: $(TOOLS)
+$(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+
+# ---- tests ------------------------------------------------------------------
+# Each step appends its TAP to build/check/*.tap; tools/tap-summary prints the
+# closing "N passed, N failed" line and fails on any failure.
+check:
+	@$(ROOT)/tools/deps
+	@$(MAKE) --no-print-directory all kmod-debug
+	@rm -rf $(BUILD)/check && mkdir -p $(BUILD)/check
+	@status=0; \
+	$(MAKE) --no-print-directory check-host || status=1; \
+	$(MAKE) --no-print-directory check-stock || status=1; \
+	$(MAKE) --no-print-directory check-debug || status=1; \
+	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
+	exit $$status
+
+check-host: hosttests
+	@mkdir -p $(BUILD)/check
+	@echo "== host tests"
+	@set -o pipefail; for t in $(HOSTTESTS); do $$t || echo "not ok - $$(basename $$t) exited $$?"; \
+		done 2>&1 | tee $(BUILD)/check/host.tap
+
+check-stock: all
+	@mkdir -p $(BUILD)/check
+	@echo "== kselftests on the stock kernel"
+	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-stock $(ROOT)/tools/vm/run --kernel stock \
+		--timeout 900 -- selftests/run-all 2>&1 | tee $(BUILD)/check/stock.tap; \
+		rc=$$?; [ $$rc = 0 ] || echo "not ok - stock VM run exited $$rc" >>$(BUILD)/check/stock.tap; exit $$rc
+
+check-debug: all kmod-debug
+	@mkdir -p $(BUILD)/check
+	@echo "== kselftests on the debug kernel"
+	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-debug $(ROOT)/tools/vm/run --kernel debug \
+		--timeout 1500 -- selftests/run-all 2>&1 | tee $(BUILD)/check/debug.tap; \
+		rc=$$?; [ $$rc = 0 ] || echo "not ok - debug VM run exited $$rc" >>$(BUILD)/check/debug.tap; exit $$rc
+
+demo:
+	@$(ROOT)/tools/deps
+	@$(MAKE) --no-print-directory all
+	$(ROOT)/tools/vm/run --kernel stock -- tools/demo
+
+checkpatch: $(LINUX_FILES)/.stamp
+	$(LINUX_FILES)/scripts/checkpatch.pl --strict --no-tree --terse --show-types \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
+		-f kmod/*.c kmod/*.h include/uapi/linux/syncmem.h
+
+sparse:
+	$(MAKE) -C $(KDIR) M=$(ROOT)/kmod SYNCMEM_ROOT=$(ROOT) W=1 C=2 \
+		CF="-Wsparse-error" modules
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(ROOT)/kmod clean
+	rm -rf $(BUILD) lib/libsyncmem.a lib/libsyncmem.so lib/$(SONAME)

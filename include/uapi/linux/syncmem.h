@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * syncmem: shared memory regions and cross-process wait queues.
+ *
+ * Opening /dev/syncmem gives a handle. Ioctls on the handle create, open and
+ * unlink regions; each region is returned as a new file descriptor (the
+ * "region fd", O_CLOEXEC) that is mmap()ed with MAP_SHARED, passed over a
+ * UNIX socket or inherited across fork.
+ *
+ * Every argument struct has a fixed size, only __u32/__u64 fields, pointers
+ * carried as __u64, padding that must be zero and a flags field checked
+ * against a known mask. A non-zero padding field or an unknown flag is
+ * -EINVAL. An unknown ioctl is -ENOTTY. See Documentation/syncmem/uapi.rst.
+ */
+#ifndef _UAPI_LINUX_SYNCMEM_H
+#define _UAPI_LINUX_SYNCMEM_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+/* Incremented on any incompatible change of this interface. */
+#define SYNCMEM_ABI_VERSION		1
+
+/* Longest region name in bytes (no terminating NUL is passed). */
+#define SYNCMEM_NAME_MAX		255
+
+/* Bits of struct syncmem_version.features. */
+#define SYNCMEM_FEAT_REGIONS		(1ULL << 0)
+
+/**
+ * struct syncmem_version - what the loaded module offers (all output)
+ * @abi_version:	SYNCMEM_ABI_VERSION of the module.
+ * @name_max:		Longest name accepted, SYNCMEM_NAME_MAX.
+ * @features:		SYNCMEM_FEAT_* bits.
+ * @max_region_size:	Current cap on one region's size in bytes.
+ * @max_regions:	Current cap on the number of regions in the system.
+ * @pad:		Zero.
+ * @max_total_bytes:	Current cap on the bytes of all regions together.
+ */
+struct syncmem_version {
+	__u32 abi_version;
+	__u32 name_max;
+	__u64 features;
+	__u64 max_region_size;
+	__u32 max_regions;
+	__u32 pad;
+	__u64 max_total_bytes;
+};
+
+/* Bits of struct syncmem_region_open.flags. */
+#define SYNCMEM_REGION_CREATE		(1U << 0)  /* create if the name is free */
+#define SYNCMEM_REGION_EXCL		(1U << 1)  /* with CREATE: -EEXIST if it exists */
+#define SYNCMEM_REGION_RDONLY		(1U << 2)  /* read-only region fd */
+#define SYNCMEM_REGION_OPEN_FLAGS	(SYNCMEM_REGION_CREATE | \
+					 SYNCMEM_REGION_EXCL | \
+					 SYNCMEM_REGION_RDONLY)
+
+/**
+ * struct syncmem_region_open - create or open a region
+ * @name:	In: user address of the name bytes (not NUL-terminated), or 0
+ *		for a new anonymous region.
+ * @name_len:	In: length of the name, 1..SYNCMEM_NAME_MAX; 0 when @name is 0.
+ *		The name must not contain a NUL byte.
+ * @flags:	In: SYNCMEM_REGION_* bits. EXCL needs CREATE. Anonymous regions
+ *		ignore CREATE and EXCL and refuse RDONLY.
+ * @size:	In: size in bytes; needed to create, 0 or the exact size to open
+ *		an existing region. Out: the region's size.
+ * @mode:	In: permission bits (0777) for a region this call creates; the
+ *		caller's umask applies. Ignored otherwise.
+ * @pad:	Must be zero.
+ *
+ * Named regions live in the caller's IPC namespace with the caller's fsuid and
+ * fsgid as owner. Opening checks the mode bits like POSIX shared memory: read
+ * permission, plus write permission unless RDONLY; CAP_IPC_OWNER overrides.
+ */
+struct syncmem_region_open {
+	__u64 name;
+	__u32 name_len;
+	__u32 flags;
+	__u64 size;
+	__u32 mode;
+	__u32 pad;
+};
+
+/**
+ * struct syncmem_region_unlink - remove a name
+ * @name:	In: user address of the name bytes.
+ * @name_len:	In: length of the name, 1..SYNCMEM_NAME_MAX.
+ * @flags:	In: must be zero.
+ *
+ * The region stays alive while fds or mappings of it exist; the name is free
+ * for a new region at once. Only the owner (or CAP_IPC_OWNER) may unlink.
+ */
+struct syncmem_region_unlink {
+	__u64 name;
+	__u32 name_len;
+	__u32 flags;
+};
+
+/**
+ * struct syncmem_stats - module-wide counters (all output)
+ * @regions:		Regions alive (named or anonymous, linked or not).
+ * @region_bytes:	Bytes of memory those regions hold (page granular).
+ * @named_regions:	Regions that currently have a name.
+ * @handles:		Open handles on /dev/syncmem.
+ */
+struct syncmem_stats {
+	__u64 regions;
+	__u64 region_bytes;
+	__u64 named_regions;
+	__u64 handles;
+};
+
+/* Bits of struct syncmem_region_info.flags. */
+#define SYNCMEM_INFO_RDONLY		(1U << 0)  /* this fd is read-only */
+#define SYNCMEM_INFO_NAMED		(1U << 1)  /* the region still has a name */
+
+/**
+ * struct syncmem_region_info - describe a region fd (all output)
+ * @size:	The region's size in bytes.
+ * @flags:	SYNCMEM_INFO_* bits.
+ * @pad:	Zero.
+ */
+struct syncmem_region_info {
+	__u64 size;
+	__u32 flags;
+	__u32 pad;
+};
+
+#define SYNCMEM_IOC_MAGIC		0xD5
+
+/* On the /dev/syncmem handle. */
+#define SYNCMEM_IOC_VERSION		_IOR(SYNCMEM_IOC_MAGIC, 0x00, struct syncmem_version)
+#define SYNCMEM_IOC_REGION_OPEN		_IOWR(SYNCMEM_IOC_MAGIC, 0x01, struct syncmem_region_open)
+#define SYNCMEM_IOC_REGION_UNLINK	_IOW(SYNCMEM_IOC_MAGIC, 0x02, struct syncmem_region_unlink)
+#define SYNCMEM_IOC_STATS		_IOR(SYNCMEM_IOC_MAGIC, 0x03, struct syncmem_stats)
+
+/* On a region fd. */
+#define SYNCMEM_IOC_REGION_INFO		_IOR(SYNCMEM_IOC_MAGIC, 0x10, struct syncmem_region_info)
+
+#endif /* _UAPI_LINUX_SYNCMEM_H */

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Everything that differs between the kernel versions syncmem builds on
+ * (6.1 and newer) lives here, so the rest of the module reads as one kernel.
+ */
+#ifndef _SYNCMEM_COMPAT_H
+#define _SYNCMEM_COMPAT_H
+
+#include <linux/ipc_namespace.h>
+#include <linux/mm.h>
+#include <linux/proc_ns.h>
+#include <linux/version.h>
+
+/* vm_flags became read-only with setters in 6.3. */
+static inline void syncmem_vm_flags_mod(struct vm_area_struct *vma,
+					vm_flags_t set, vm_flags_t clear)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_mod(vma, set, clear);
+#else
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+#endif
+}
+
+/*
+ * IPC namespace references. get_ipc_ns() is inline; put_ipc_ns() is not
+ * exported, so the reference is dropped through the namespace's own
+ * proc_ns_operations, as nsfs does.
+ */
+static inline void syncmem_ipc_ns_get(struct ipc_namespace *ns)
+{
+	get_ipc_ns(ns);
+}
+
+static inline void syncmem_ipc_ns_put(struct ipc_namespace *ns)
+{
+#ifdef CONFIG_IPC_NS
+	ns->ns.ops->put(&ns->ns);
+#endif
+}
+
+/*
+ * True when the caller's single reference is the only one left: no task
+ * lives in the namespace and no nsfs file pins it, so nobody can ever look a
+ * name up in it again. The initial namespace never gets here (its static
+ * reference is never dropped).
+ */
+static inline bool syncmem_ipc_ns_orphaned(struct ipc_namespace *ns)
+{
+#ifdef CONFIG_IPC_NS
+	return refcount_read(&ns->ns.count) == 1;
+#else
+	return false;
+#endif
+}
+
+#endif /* _SYNCMEM_COMPAT_H */

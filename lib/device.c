@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Opening /dev/syncmem and checking that the loaded module speaks our ABI. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/syncmem.h>
+
+#include "internal.h"
+
+int syncmem__ioctl(int fd, unsigned long req, void *arg)
+{
+	int ret;
+
+	do
+		ret = ioctl(fd, req, arg);
+	while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : ret;
+}
+
+int syncmem__device_open(void)
+{
+	const char *path = getenv("SYNCMEM_DEVICE");
+	struct syncmem_version v;
+	int fd, err;
+
+	if (!path || !*path)
+		path = SYNCMEM_DEVICE_PATH;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		/* No device node (or not our device): the module is not loaded. */
+		return (err == ENOENT || err == ENXIO || err == ENODEV) ? -ENODEV : -err;
+	}
+	err = syncmem__ioctl(fd, SYNCMEM_IOC_VERSION, &v);
+	if (err == -ENOTTY) {
+		err = -ENODEV;
+	} else if (!err && v.abi_version != SYNCMEM_ABI_VERSION) {
+		err = -EPROTO;
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}

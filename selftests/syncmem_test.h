@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the syncmem kselftests: raw ioctl wrappers (so the tests
+ * exercise the kernel ABI itself, not only the library), module parameters
+ * and small process utilities.
+ */
+#ifndef SYNCMEM_SELFTEST_H
+#define SYNCMEM_SELFTEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/syncmem.h>
+
+#define SYNCMEM_DEV "/dev/syncmem"
+#define PARAM_DIR "/sys/module/syncmem/parameters/"
+
+static inline int dev_open(void)
+{
+	return open(SYNCMEM_DEV, O_RDWR | O_CLOEXEC);
+}
+
+/* Region fd, or -errno. */
+static inline int raw_region_open(int dev, const char *name, uint32_t flags,
+				  uint64_t size, uint32_t mode, uint64_t *size_out)
+{
+	struct syncmem_region_open arg = {
+		.name = (uintptr_t)name,
+		.name_len = name ? (uint32_t)strlen(name) : 0,
+		.flags = flags,
+		.size = size,
+		.mode = mode,
+	};
+	int fd = ioctl(dev, SYNCMEM_IOC_REGION_OPEN, &arg);
+
+	if (fd < 0)
+		return -errno;
+	if (size_out)
+		*size_out = arg.size;
+	return fd;
+}
+
+static inline int raw_unlink(int dev, const char *name)
+{
+	struct syncmem_region_unlink arg = {
+		.name = (uintptr_t)name,
+		.name_len = (uint32_t)strlen(name),
+	};
+
+	return ioctl(dev, SYNCMEM_IOC_REGION_UNLINK, &arg) ? -errno : 0;
+}
+
+/* ioctl result as 0 / -errno. */
+static inline int raw_ioctl(int fd, unsigned long req, void *arg)
+{
+	int ret = ioctl(fd, req, arg);
+
+	return ret < 0 ? -errno : ret;
+}
+
+static inline struct syncmem_stats get_stats(int dev)
+{
+	struct syncmem_stats s;
+
+	memset(&s, 0xff, sizeof(s));
+	if (ioctl(dev, SYNCMEM_IOC_STATS, &s))
+		memset(&s, 0xff, sizeof(s));
+	return s;
+}
+
+static inline unsigned long long get_param(const char *name)
+{
+	char path[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return ~0ULL;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = ~0ULL;
+	fclose(f);
+	return v;
+}
+
+static inline int set_param(const char *name, unsigned long long v)
+{
+	char path[256];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	ok = fprintf(f, "%llu\n", v) > 0;
+	return (fclose(f) == 0 && ok) ? 0 : -EIO;
+}
+
+/* Wait for @pid; its exit status, or 128 + signal. */
+static inline int wait_exit(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 128 + WTERMSIG(st);
+}
+
+/* Drop to uid/gid 65534 (nobody) for the rest of this (child) process. */
+static inline int become_nobody(void)
+{
+	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+	    setresuid(65534, 65534, 65534))
+		return -errno;
+	return 0;
+}
+
+#endif /* SYNCMEM_SELFTEST_H */
