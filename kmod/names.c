@@ -81,11 +81,15 @@ static void syncmem_names_unlink_locked(struct syncmem_region *r)
 
 static void syncmem_ns_drop_all_locked(struct syncmem_ns *ns)
 {
-	struct syncmem_region *r, *tmp;
+	struct syncmem_region *r;
+	bool last;
 
-	/* The last unlink frees @ns itself. */
-	list_for_each_entry_safe(r, tmp, &ns->regions, ns_node)
+	/* The last unlink frees @ns itself: decide before it happens. */
+	do {
+		r = list_first_entry(&ns->regions, struct syncmem_region, ns_node);
+		last = list_is_singular(&ns->regions);
 		syncmem_names_unlink_locked(r);
+	} while (!last);
 }
 
 static void syncmem_names_reap_locked(void)
