@@ -54,7 +54,7 @@ TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
 
 .PHONY: all deps kmod kmod-debug lib selftests hosttests tools check check-host \
-	check-stock check-debug demo checkpatch sparse bench clean linux-files
+	check-static check-runner check-stock check-debug demo checkpatch sparse bench clean linux-files
 
 all: kmod lib selftests hosttests tools
 
@@ -119,7 +119,9 @@ check:
 	@$(MAKE) --no-print-directory all kmod-debug
 	@rm -rf $(BUILD)/check && mkdir -p $(BUILD)/check
 	@status=0; \
+	$(MAKE) --no-print-directory check-static || status=1; \
 	$(MAKE) --no-print-directory check-host || status=1; \
+	$(MAKE) --no-print-directory check-runner || status=1; \
 	$(MAKE) --no-print-directory check-stock || status=1; \
 	$(MAKE) --no-print-directory check-debug || status=1; \
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
@@ -130,6 +132,26 @@ check-host: hosttests
 	@echo "== host tests"
 	@set -o pipefail; for t in $(HOSTTESTS); do $$t || echo "not ok - $$(basename $$t) exited $$?"; \
 		done 2>&1 | tee $(BUILD)/check/host.tap
+
+# checkpatch, sparse and a W=1 build of the module, as TAP lines.
+check-static: $(LINUX_FILES)/.stamp
+	@mkdir -p $(BUILD)/check
+	@echo "== static checks"
+	@set -o pipefail; { \
+	if $(MAKE) --no-print-directory checkpatch >$(BUILD)/check/checkpatch.log 2>&1; \
+		then echo "ok - checkpatch --strict"; \
+		else cat $(BUILD)/check/checkpatch.log; echo "not ok - checkpatch --strict"; fi; \
+	touch kmod/main.c; \
+	if $(MAKE) --no-print-directory sparse >$(BUILD)/check/sparse.log 2>&1 && \
+		! grep -E "warning:|error:" $(BUILD)/check/sparse.log; \
+		then echo "ok - sparse and W=1 build without warnings"; \
+		else cat $(BUILD)/check/sparse.log; echo "not ok - sparse and W=1 build"; fi; \
+	} | tee $(BUILD)/check/static.tap
+
+check-runner: all
+	@mkdir -p $(BUILD)/check
+	@echo "== VM runner"
+	@set -o pipefail; $(ROOT)/tests/vm/runner_test 2>&1 | tee $(BUILD)/check/runner.tap
 
 check-stock: all
 	@mkdir -p $(BUILD)/check
@@ -152,8 +174,7 @@ demo:
 
 checkpatch: $(LINUX_FILES)/.stamp
 	$(LINUX_FILES)/scripts/checkpatch.pl --strict --no-tree --terse --show-types \
-		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
-		-f kmod/*.c kmod/*.h include/uapi/linux/syncmem.h
+		-f $(filter-out %.mod.c,$(wildcard kmod/*.c)) kmod/*.h include/uapi/linux/syncmem.h
 
 sparse:
 	$(MAKE) -C $(KDIR) M=$(ROOT)/kmod SYNCMEM_ROOT=$(ROOT) W=1 C=2 \

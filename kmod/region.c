@@ -16,7 +16,7 @@
 #include "syncmem_core.h"
 
 /* No region is ever larger than this, whatever the module parameter says. */
-#define SYNCMEM_REGION_SIZE_LIMIT	(1ULL << 40)
+#define SYNCMEM_REGION_SIZE_LIMIT	BIT_ULL(40)
 
 /*
  * Pages are charged to the caller's memory cgroup; a failed charge or
@@ -40,13 +40,14 @@ void syncmem_region_stats(u64 *regions, u64 *bytes)
 /* Take a region slot and @bytes from the caps before allocating. */
 static int syncmem_usage_reserve(u64 bytes)
 {
+	u64 max_bytes = READ_ONCE(syncmem_max_total_bytes);
 	int err = 0;
 
 	spin_lock(&syncmem_usage_lock);
 	if (syncmem_nr_regions >= READ_ONCE(syncmem_max_regions))
 		err = -ENOSPC;
-	else if (bytes > READ_ONCE(syncmem_max_total_bytes) - min_t(u64,
-		 syncmem_region_bytes, READ_ONCE(syncmem_max_total_bytes)))
+	else if (syncmem_region_bytes > max_bytes ||
+		 bytes > max_bytes - syncmem_region_bytes)
 		err = -ENOMEM;
 	if (!err) {
 		syncmem_nr_regions++;

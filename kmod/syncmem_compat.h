@@ -2,6 +2,8 @@
 /*
  * Everything that differs between the kernel versions syncmem builds on
  * (6.1 and newer) lives here, so the rest of the module reads as one kernel.
+ * Kbuild detects the interfaces (SYNCMEM_HAVE_*) by looking at the headers
+ * of the tree it builds against, which also covers stable backports.
  */
 #ifndef _SYNCMEM_COMPAT_H
 #define _SYNCMEM_COMPAT_H
@@ -9,13 +11,12 @@
 #include <linux/ipc_namespace.h>
 #include <linux/mm.h>
 #include <linux/proc_ns.h>
-#include <linux/version.h>
 
 /* vm_flags became read-only with setters in 6.3. */
 static inline void syncmem_vm_flags_mod(struct vm_area_struct *vma,
 					vm_flags_t set, vm_flags_t clear)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef SYNCMEM_HAVE_VM_FLAGS_MOD
 	vm_flags_mod(vma, set, clear);
 #else
 	vma->vm_flags = (vma->vm_flags | set) & ~clear;

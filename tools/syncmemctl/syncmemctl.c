@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * syncmemctl: inspect and manage the syncmem module from the shell.
+ *
+ *   syncmemctl version            ABI version, features and caps
+ *   syncmemctl stats              regions, bytes, names, handles
+ *   syncmemctl create NAME SIZE [MODE]
+ *   syncmemctl unlink NAME
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/syncmem.h>
+
+#include "syncmem.h"
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: syncmemctl version\n"
+		"       syncmemctl stats\n"
+		"       syncmemctl create NAME SIZE [MODE]\n"
+		"       syncmemctl unlink NAME\n");
+	return 2;
+}
+
+static int fail(const char *what, int err)
+{
+	fprintf(stderr, "syncmemctl: %s: %s\n", what, syncmem_strerror(err));
+	return 1;
+}
+
+static int dev_ioctl(unsigned long req, void *arg)
+{
+	int fd = open("/dev/syncmem", O_RDWR | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? -ENODEV : -errno;
+	if (ioctl(fd, req, arg))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int cmd_version(void)
+{
+	struct syncmem_version v;
+	int err = dev_ioctl(SYNCMEM_IOC_VERSION, &v);
+
+	if (err)
+		return fail("version", err);
+	printf("abi_version      %u%s\n", v.abi_version,
+	       v.abi_version == SYNCMEM_ABI_VERSION ? "" : " (this tool speaks another)");
+	printf("features         0x%llx\n", (unsigned long long)v.features);
+	printf("name_max         %u\n", v.name_max);
+	printf("max_region_size  %llu\n", (unsigned long long)v.max_region_size);
+	printf("max_regions      %u\n", v.max_regions);
+	printf("max_total_bytes  %llu\n", (unsigned long long)v.max_total_bytes);
+	return 0;
+}
+
+static int cmd_stats(void)
+{
+	struct syncmem_stats s;
+	int err = dev_ioctl(SYNCMEM_IOC_STATS, &s);
+
+	if (err)
+		return fail("stats", err);
+	printf("regions          %llu\n", (unsigned long long)s.regions);
+	printf("region_bytes     %llu\n", (unsigned long long)s.region_bytes);
+	printf("named_regions    %llu\n", (unsigned long long)s.named_regions);
+	printf("handles          %llu\n", (unsigned long long)s.handles);
+	return 0;
+}
+
+static int cmd_create(const char *name, const char *size_s, const char *mode_s)
+{
+	struct syncmem_region *r;
+	char *end;
+	unsigned long long size = strtoull(size_s, &end, 0);
+	unsigned long mode = mode_s ? strtoul(mode_s, NULL, 8) : 0600;
+	int err;
+
+	if (*end || !size)
+		return usage();
+	err = syncmem_open(name, size, SYNCMEM_CREATE | SYNCMEM_EXCL, mode, &r);
+	if (err)
+		return fail("create", err);
+	syncmem_close(r);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "version"))
+		return cmd_version();
+	if (argc == 2 && !strcmp(argv[1], "stats"))
+		return cmd_stats();
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "create"))
+		return cmd_create(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
+	if (argc == 3 && !strcmp(argv[1], "unlink")) {
+		int err = syncmem_unlink(argv[2]);
+
+		return err ? fail("unlink", err) : 0;
+	}
+	return usage();
+}
