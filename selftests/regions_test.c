@@ -709,4 +709,74 @@ TEST_F(regions, names_scoped_to_ipc_namespace)
 	syncmem_close(r);
 }
 
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -EIO;
+}
+
+static long long read_ll(const char *path)
+{
+	char buf[64] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? atoll(buf) : -1;
+}
+
+/* In a cgroup limited to 16 MiB: a 4 MiB region is charged, 32 MiB is -ENOMEM. */
+static int charge_in_cgroup(const char *cg)
+{
+	char path[256], pid[32];
+	long long before, after;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write_file(path, pid))
+		return 10;
+	snprintf(path, sizeof(path), "%s/memory.current", cg);
+	before = read_ll(path);
+	fd = dev_open();
+	if (fd < 0 || raw_region_open(fd, NULL, 0, 4 << 20, 0, NULL) < 0)
+		return 11;
+	after = read_ll(path);
+	if (before < 0 || after - before < (4 << 20))
+		return 12;
+	if (raw_region_open(fd, NULL, 0, 32 << 20, 0, NULL) != -ENOMEM)
+		return 13;
+	return 0;
+}
+
+TEST_F(regions, memory_charged_to_cgroup)
+{
+	char cg[128], path[160];
+	pid_t pid;
+
+	ASSERT_EQ(0, write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
+	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/syncmem-%d", getpid());
+	ASSERT_EQ(0, mkdir(cg, 0755));
+	snprintf(path, sizeof(path), "%s/memory.max", cg);
+	ASSERT_EQ(0, write_file(path, "16777216"));
+	snprintf(path, sizeof(path), "%s/memory.swap.max", cg);
+	write_file(path, "0");	/* absent without swap accounting: fine */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(charge_in_cgroup(cg));
+	/* Not killed by the OOM killer: the cap is a clean -ENOMEM. */
+	EXPECT_EQ(0, wait_exit(pid));
+	EXPECT_EQ(0, rmdir(cg));
+}
+
 TEST_HARNESS_MAIN
