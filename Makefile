@@ -101,10 +101,22 @@ $(BUILD)/selftests/run-all: selftests/run-all
 	@mkdir -p $(@D)
 	cp $< $@
 
-hosttests: $(HOSTTESTS)
+# Host tests, plain and with the library built in under ASan+UBSan and TSan.
+SAN_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_TSAN := -fsanitize=thread
+HOSTTESTS_ASAN := $(patsubst tests/host/%.c,$(BUILD)/host-asan/%,$(HOSTTEST_SRCS))
+HOSTTESTS_TSAN := $(patsubst tests/host/%.c,$(BUILD)/host-tsan/%,$(HOSTTEST_SRCS))
+HOSTTESTS_ALL := $(HOSTTESTS) $(HOSTTESTS_ASAN) $(HOSTTESTS_TSAN)
+hosttests: $(HOSTTESTS_ALL)
 $(BUILD)/host/%: tests/host/%.c lib/libsyncmem.a $(LINUX_FILES)/.stamp
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a -pthread -luring
+$(BUILD)/host-asan/%: tests/host/%.c $(LIB_SRCS) $(LIB_HDRS) $(LINUX_FILES)/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
+$(BUILD)/host-tsan/%: tests/host/%.c $(LIB_SRCS) $(LIB_HDRS) $(LINUX_FILES)/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
 
 tools: $(TOOLS)
 $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a
@@ -130,7 +142,8 @@ check:
 check-host: hosttests
 	@mkdir -p $(BUILD)/check
 	@echo "== host tests"
-	@set -o pipefail; for t in $(HOSTTESTS); do $$t || echo "not ok - $$(basename $$t) exited $$?"; \
+	@set -o pipefail; for t in $(HOSTTESTS_ALL); do echo "# $$t"; \
+		$$t || echo "not ok - $$t exited $$?"; \
 		done 2>&1 | tee $(BUILD)/check/host.tap
 
 # checkpatch, sparse and a W=1 build of the module, as TAP lines.
