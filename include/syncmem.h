@@ -71,6 +71,41 @@ void *syncmem_base(const struct syncmem_region *r);
 size_t syncmem_size(const struct syncmem_region *r);
 int syncmem_region_fd(const struct syncmem_region *r);
 
+/* ---- Atomics-style wait and notify ------------------------------------- */
+
+/*
+ * If *addr == expected, sleep until a notify on that word picks this waiter
+ * (SYNCMEM_OK) or @timeout_ns passes (SYNCMEM_TIMED_OUT; negative: never);
+ * otherwise return SYNCMEM_NOT_EQUAL at once without queueing. The compare and
+ * the enqueue are atomic with respect to notify. Waiters of one word wake in
+ * arrival order; 4- and 8-byte waiters at one offset share a queue. A signal
+ * handler may run meanwhile: the wait then continues with the same deadline
+ * (re-entering the queue at its tail); it never returns early for a signal.
+ * @addr must be naturally aligned and inside the region: else -EINVAL.
+ * Allowed on read-only regions.
+ */
+int syncmem_wait32(struct syncmem_region *r, const uint32_t *addr,
+		   uint32_t expected, int64_t timeout_ns);
+int syncmem_wait64(struct syncmem_region *r, const uint64_t *addr,
+		   uint64_t expected, int64_t timeout_ns);
+
+/*
+ * Wake up to @count waiters of the word at @addr (4-byte aligned), oldest
+ * first; returns how many woke (0 when none wait; @count 0 wakes none;
+ * SYNCMEM_ALL wakes every one). -EBADF on a read-only region.
+ */
+int syncmem_notify(struct syncmem_region *r, const void *addr, uint32_t count);
+
+/*
+ * Hand-off, the primitive of fair locks: if a waiter is queued on the word,
+ * wake the oldest one (its wait returns SYNCMEM_OK) and leave the word as it
+ * is: returns 1. Otherwise store @value into the word: returns 0. Both
+ * happen under the queue's lock, so no waiter can slip in between.
+ * -EBADF on a read-only region, -EINVAL for a bad address.
+ */
+int syncmem_handoff32(struct syncmem_region *r, uint32_t *addr, uint32_t value);
+int syncmem_handoff64(struct syncmem_region *r, uint64_t *addr, uint64_t value);
+
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);
 

@@ -73,7 +73,7 @@ static long syncmem_ioctl_version(void __user *uarg)
 	struct syncmem_version v = {
 		.abi_version	 = SYNCMEM_ABI_VERSION,
 		.name_max	 = SYNCMEM_NAME_MAX,
-		.features	 = SYNCMEM_FEAT_REGIONS,
+		.features	 = SYNCMEM_FEAT_REGIONS | SYNCMEM_FEAT_WAIT,
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = READ_ONCE(syncmem_max_regions),
 		.max_total_bytes = READ_ONCE(syncmem_max_total_bytes),
@@ -147,6 +147,7 @@ static long syncmem_ioctl_stats(void __user *uarg)
 	struct syncmem_stats s = {
 		.named_regions	= syncmem_names_count(),
 		.handles	= atomic_read(&syncmem_nr_handles),
+		.waiters	= syncmem_waiters_total(),
 	};
 
 	syncmem_region_stats(&s.regions, &s.region_bytes);
@@ -190,15 +191,24 @@ static struct miscdevice syncmem_miscdev = {
 
 static int __init syncmem_init(void)
 {
+	int err;
+
 	if (!syncmem_max_total_bytes)
 		syncmem_max_total_bytes = (totalram_pages() / 2) << PAGE_SHIFT;
-	return misc_register(&syncmem_miscdev);
+	err = syncmem_wait_init();
+	if (err)
+		return err;
+	err = misc_register(&syncmem_miscdev);
+	if (err)
+		syncmem_wait_exit();
+	return err;
 }
 
 static void __exit syncmem_exit(void)
 {
 	misc_deregister(&syncmem_miscdev);
 	syncmem_names_exit();
+	syncmem_wait_exit();
 }
 
 module_init(syncmem_init);

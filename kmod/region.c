@@ -106,9 +106,11 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len)
 	r = kzalloc(struct_size(r, name, name_len), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		goto out_release;
+	if (syncmem_region_queues_init(r))
+		goto out_free;
 	r->pages = kvcalloc(nr_pages, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
 	if (!r->pages)
-		goto out_free;
+		goto out_queues;
 
 	for (i = 0; i < nr_pages; i++) {
 		r->pages[i] = alloc_page(SYNCMEM_PAGE_GFP);
@@ -140,6 +142,8 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len)
 
 out_pages:
 	syncmem_region_free_pages(r, i);
+out_queues:
+	syncmem_region_queues_destroy(r);
 out_free:
 	kfree(r);
 out_release:
@@ -151,6 +155,7 @@ static void syncmem_region_release(struct kref *ref)
 {
 	struct syncmem_region *r = container_of(ref, struct syncmem_region, ref);
 
+	syncmem_region_queues_destroy(r);
 	vunmap(r->kaddr);
 	syncmem_region_free_pages(r, r->nr_pages);
 	syncmem_usage_release((u64)r->nr_pages << PAGE_SHIFT);
@@ -215,7 +220,10 @@ static int syncmem_region_file_release(struct inode *inode, struct file *file)
 static long syncmem_region_ioctl_info(struct file *file, void __user *uarg)
 {
 	struct syncmem_region *r = file->private_data;
-	struct syncmem_region_info info = { .size = r->size };
+	struct syncmem_region_info info = {
+		.size = r->size,
+		.waiters = atomic_read(&r->nr_waiters),
+	};
 
 	if (!(file->f_mode & FMODE_WRITE))
 		info.flags |= SYNCMEM_INFO_RDONLY;
@@ -229,11 +237,22 @@ static long syncmem_region_ioctl_info(struct file *file, void __user *uarg)
 static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 				 unsigned long arg)
 {
+	struct syncmem_region *r = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
 	switch (cmd) {
 	case SYNCMEM_IOC_REGION_INFO:
 		return syncmem_region_ioctl_info(file, uarg);
+	case SYNCMEM_IOC_WAIT:
+		return syncmem_ioctl_wait(r, uarg);
+	case SYNCMEM_IOC_NOTIFY:
+		if (!(file->f_mode & FMODE_WRITE))
+			return -EBADF;
+		return syncmem_ioctl_notify(r, uarg);
+	case SYNCMEM_IOC_HANDOFF:
+		if (!(file->f_mode & FMODE_WRITE))
+			return -EBADF;
+		return syncmem_ioctl_handoff(r, uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}

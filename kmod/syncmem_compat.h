@@ -8,6 +8,7 @@
 #ifndef _SYNCMEM_COMPAT_H
 #define _SYNCMEM_COMPAT_H
 
+#include <linux/hrtimer.h>
 #include <linux/ipc_namespace.h>
 #include <linux/mm.h>
 #include <linux/proc_ns.h>
@@ -20,6 +21,18 @@ static inline void syncmem_vm_flags_mod(struct vm_area_struct *vma,
 	vm_flags_mod(vma, set, clear);
 #else
 	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+#endif
+}
+
+/* The on-stack hrtimer sleeper's initialiser was renamed in 6.13. */
+static inline void syncmem_hrtimer_sleeper_init(struct hrtimer_sleeper *sl,
+						clockid_t clock,
+						enum hrtimer_mode mode)
+{
+#ifdef SYNCMEM_HAVE_HRTIMER_SETUP_SLEEPER
+	hrtimer_setup_sleeper_on_stack(sl, clock, mode);
+#else
+	hrtimer_init_sleeper_on_stack(sl, clock, mode);
 #endif
 }
 

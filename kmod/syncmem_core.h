@@ -8,6 +8,7 @@
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/rhashtable-types.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <uapi/linux/syncmem.h>
@@ -27,6 +28,10 @@ struct syncmem_region {
 	void *kaddr;
 	u64 size;
 	unsigned long nr_pages;
+
+	/* Wait queues by byte offset (wait.c). */
+	struct rhashtable queues;
+	atomic_t nr_waiters;
 
 	/* The name and its owner; changed only under syncmem_names_mutex. */
 	struct syncmem_ns *ns;		/* NULL once unlinked (or anonymous) */
@@ -49,6 +54,16 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len);
 void syncmem_region_put(struct syncmem_region *r);
 int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly);
 void syncmem_region_stats(u64 *regions, u64 *bytes);
+
+/* wait.c */
+int syncmem_wait_init(void);
+void syncmem_wait_exit(void);
+u64 syncmem_waiters_total(void);
+int syncmem_region_queues_init(struct syncmem_region *r);
+void syncmem_region_queues_destroy(struct syncmem_region *r);
+long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg);
+long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
+long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
 
 /* names.c */
 struct syncmem_region *syncmem_names_open(const char *name, u32 name_len,

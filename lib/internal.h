@@ -5,6 +5,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
 
 #include "syncmem.h"
 
@@ -23,5 +26,17 @@ int syncmem__device_open(void);
 
 /* ioctl() that returns its result or -errno, restarting on EINTR. */
 int syncmem__ioctl(int fd, unsigned long req, void *arg);
+
+/* Byte offset of a naturally aligned @width-byte word at @addr inside the
+ * region's mapping, or -EINVAL. */
+int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
+			 size_t width, __u64 *off);
+
+/* Absolute CLOCK_MONOTONIC deadline for a relative timeout (negative: none). */
+uint64_t syncmem__deadline(int64_t timeout_ns);
+
+/* One WAIT ioctl: SYNCMEM_WAIT_* (HANDED_OFF included) or -errno. */
+int syncmem__wait(struct syncmem_region *r, const void *addr, uint32_t width,
+		  uint64_t expected, int64_t timeout_ns);
 
 #endif /* SYNCMEM_INTERNAL_H */

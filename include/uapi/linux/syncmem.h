@@ -26,6 +26,7 @@
 
 /* Bits of struct syncmem_version.features. */
 #define SYNCMEM_FEAT_REGIONS		(1ULL << 0)
+#define SYNCMEM_FEAT_WAIT		(1ULL << 1)  /* WAIT, NOTIFY, HANDOFF */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -103,12 +104,14 @@ struct syncmem_region_unlink {
  * @region_bytes:	Bytes of memory those regions hold (page granular).
  * @named_regions:	Regions that currently have a name.
  * @handles:		Open handles on /dev/syncmem.
+ * @waiters:		Waiters queued on region words.
  */
 struct syncmem_stats {
 	__u64 regions;
 	__u64 region_bytes;
 	__u64 named_regions;
 	__u64 handles;
+	__u64 waiters;
 };
 
 /* Bits of struct syncmem_region_info.flags. */
@@ -120,11 +123,87 @@ struct syncmem_stats {
  * @size:	The region's size in bytes.
  * @flags:	SYNCMEM_INFO_* bits.
  * @pad:	Zero.
+ * @waiters:	Waiters queued on words of this region right now.
  */
 struct syncmem_region_info {
 	__u64 size;
 	__u32 flags;
 	__u32 pad;
+	__u64 waiters;
+};
+
+/* struct syncmem_wait.deadline_ns: wait without a deadline. */
+#define SYNCMEM_NO_DEADLINE		(~(__u64)0)
+
+/* Results of SYNCMEM_IOC_WAIT (the ioctl's non-negative return value). */
+#define SYNCMEM_WAIT_WOKEN		0  /* a notify picked this waiter */
+#define SYNCMEM_WAIT_NOT_EQUAL		1  /* the word differed: not queued */
+#define SYNCMEM_WAIT_TIMED_OUT		2  /* the deadline passed first */
+#define SYNCMEM_WAIT_HANDED_OFF		3  /* a hand-off picked this waiter */
+
+/**
+ * struct syncmem_wait - wait on a word of the region (region fd ioctl)
+ * @offset:	In: byte offset of the word, a multiple of @size, with the
+ *		whole word inside the region.
+ * @expected:	In: the value the word must hold for the caller to sleep. With
+ *		@size 4 only the low 32 bits may be set.
+ * @deadline_ns: In: absolute CLOCK_MONOTONIC time in ns after which the wait
+ *		gives up, or SYNCMEM_NO_DEADLINE. A deadline already passed
+ *		checks the word and returns at once.
+ * @size:	In: 4 or 8, the width of the word.
+ * @flags:	In: must be zero.
+ *
+ * Compares and enqueues atomically with respect to NOTIFY and HANDOFF on the
+ * same offset. Waiters queue per (region, offset) in arrival order; 4- and
+ * 8-byte waiters on one offset share a queue. A signal whose handler runs
+ * makes the wait leave the queue, run the handler and start again with the
+ * same arguments (so the same deadline); it never returns early because of
+ * the signal.
+ */
+struct syncmem_wait {
+	__u64 offset;
+	__u64 expected;
+	__u64 deadline_ns;
+	__u32 size;
+	__u32 flags;
+};
+
+/**
+ * struct syncmem_notify - wake waiters of a word (region fd ioctl)
+ * @offset:	In: byte offset, a multiple of 4, word inside the region.
+ * @count:	In: most waiters to wake, oldest first; 0 wakes none;
+ *		U32_MAX wakes all.
+ * @flags:	In: must be zero.
+ *
+ * Returns the number of waiters woken. Needs a writable region fd.
+ */
+struct syncmem_notify {
+	__u64 offset;
+	__u32 count;
+	__u32 flags;
+};
+
+/* Results of SYNCMEM_IOC_HANDOFF. */
+#define SYNCMEM_HANDOFF_STORED		0  /* nobody waited: @value was stored */
+#define SYNCMEM_HANDOFF_WOKE		1  /* the oldest waiter was handed off */
+
+/**
+ * struct syncmem_handoff - wake the oldest waiter, or else store a value
+ * @offset:	In: byte offset of the word, a multiple of @size.
+ * @value:	In: stored into the word when nobody waits on it. With @size 4
+ *		only the low 32 bits may be set.
+ * @size:	In: 4 or 8.
+ * @flags:	In: must be zero.
+ *
+ * Under the queue's lock: if a waiter is queued on @offset, wake the oldest
+ * (its WAIT returns SYNCMEM_WAIT_HANDED_OFF) and leave the word alone;
+ * otherwise store @value. Needs a writable region fd.
+ */
+struct syncmem_handoff {
+	__u64 offset;
+	__u64 value;
+	__u32 size;
+	__u32 flags;
 };
 
 #define SYNCMEM_IOC_MAGIC		0xD5
@@ -137,5 +216,8 @@ struct syncmem_region_info {
 
 /* On a region fd. */
 #define SYNCMEM_IOC_REGION_INFO		_IOR(SYNCMEM_IOC_MAGIC, 0x10, struct syncmem_region_info)
+#define SYNCMEM_IOC_WAIT		_IOW(SYNCMEM_IOC_MAGIC, 0x11, struct syncmem_wait)
+#define SYNCMEM_IOC_NOTIFY		_IOW(SYNCMEM_IOC_MAGIC, 0x12, struct syncmem_notify)
+#define SYNCMEM_IOC_HANDOFF		_IOW(SYNCMEM_IOC_MAGIC, 0x13, struct syncmem_handoff)
 
 #endif /* _UAPI_LINUX_SYNCMEM_H */

@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * syncmem wait queues: Atomics-style wait/notify on region words, strict
+ * FIFO, and the hand-off that fair locks are built on.
+ *
+ * Each region keeps an rhashtable of queues keyed by byte offset; a queue
+ * exists only while it has waiters (or for the instant a waiter creates it),
+ * so a notify costs a hash lookup plus the waiters it wakes, whatever other
+ * addresses are busy. Each queue has its own spinlock: the value check and
+ * the enqueue of WAIT, and the whole of NOTIFY and HANDOFF, run under it.
+ *
+ * Lifetime of a queue: one reference for being in the table (dropped when it
+ * empties and is removed, "dead"), one per waiter from enqueue until that
+ * waiter has observed its outcome. Lookups run under RCU, so the memory is
+ * freed an RCU grace period after the last reference.
+ *
+ * Claim: a waiter's state leaves SYNCMEM_W_QUEUED exactly once, under the
+ * queue lock: to WOKEN or HANDED_OFF by a notify or hand-off, or to
+ * CANCELLED by the waiter itself (deadline or signal). Whoever changes it
+ * also unlinks it, so a notify can never count a waiter that is leaving, and
+ * a waiter a notify has claimed reports woken even if its deadline or a
+ * signal arrived in the same instant.
+ */
+#include <linux/hrtimer.h>
+#include <linux/rhashtable.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+
+#include "syncmem_compat.h"
+#include "syncmem_core.h"
+
+enum syncmem_waiter_state {
+	SYNCMEM_W_QUEUED,
+	SYNCMEM_W_WOKEN,
+	SYNCMEM_W_HANDED_OFF,
+	SYNCMEM_W_CANCELLED,
+};
+
+struct syncmem_queue {
+	struct rhash_head hnode;
+	u64 offset;			/* the key */
+	spinlock_t lock;
+	struct list_head waiters;	/* oldest first */
+	bool dead;			/* removed from the table */
+	refcount_t ref;
+	struct rcu_head rcu;
+};
+
+/* A blocked WAIT; lives on the waiting task's stack. */
+struct syncmem_waiter {
+	struct list_head node;
+	struct syncmem_queue *q;	/* holds a reference */
+	struct task_struct *task;
+	int state;	/* enum syncmem_waiter_state; written under q->lock */
+};
+
+static const struct rhashtable_params syncmem_queue_params = {
+	.key_len		= sizeof(u64),
+	.key_offset		= offsetof(struct syncmem_queue, offset),
+	.head_offset		= offsetof(struct syncmem_queue, hnode),
+	.automatic_shrinking	= true,
+};
+
+static struct kmem_cache *syncmem_queue_cache;
+static atomic64_t syncmem_nr_waiters = ATOMIC64_INIT(0);
+
+int syncmem_wait_init(void)
+{
+	syncmem_queue_cache = KMEM_CACHE(syncmem_queue, SLAB_ACCOUNT);
+	return syncmem_queue_cache ? 0 : -ENOMEM;
+}
+
+void syncmem_wait_exit(void)
+{
+	rcu_barrier();	/* queued syncmem_queue_free_rcu() callbacks */
+	kmem_cache_destroy(syncmem_queue_cache);
+}
+
+u64 syncmem_waiters_total(void)
+{
+	return atomic64_read(&syncmem_nr_waiters);
+}
+
+int syncmem_region_queues_init(struct syncmem_region *r)
+{
+	atomic_set(&r->nr_waiters, 0);
+	return rhashtable_init(&r->queues, &syncmem_queue_params);
+}
+
+/* Last reference of the region: no waiter, hence no queue, is left. */
+void syncmem_region_queues_destroy(struct syncmem_region *r)
+{
+	rhashtable_destroy(&r->queues);
+}
+
+static void syncmem_queue_free_rcu(struct rcu_head *head)
+{
+	kmem_cache_free(syncmem_queue_cache,
+			container_of(head, struct syncmem_queue, rcu));
+}
+
+static void syncmem_queue_put(struct syncmem_queue *q)
+{
+	if (refcount_dec_and_test(&q->ref))
+		call_rcu(&q->rcu, syncmem_queue_free_rcu);
+}
+
+/*
+ * Return the live queue of @offset with its lock held, creating it when
+ * @create (else NULL when there is none), or an ERR_PTR.
+ */
+static struct syncmem_queue *syncmem_queue_lock(struct syncmem_region *r,
+						u64 offset, bool create)
+{
+	struct syncmem_queue *q, *fresh = NULL;
+
+	rcu_read_lock();
+	for (;;) {
+		q = rhashtable_lookup(&r->queues, &offset, syncmem_queue_params);
+		if (!q && create) {
+			if (!fresh) {
+				rcu_read_unlock();
+				fresh = kmem_cache_alloc(syncmem_queue_cache,
+							 GFP_KERNEL);
+				if (!fresh)
+					return ERR_PTR(-ENOMEM);
+				fresh->offset = offset;
+				spin_lock_init(&fresh->lock);
+				INIT_LIST_HEAD(&fresh->waiters);
+				fresh->dead = false;
+				refcount_set(&fresh->ref, 1);
+				rcu_read_lock();
+			}
+			q = rhashtable_lookup_get_insert_fast(&r->queues,
+							      &fresh->hnode,
+							      syncmem_queue_params);
+			if (IS_ERR(q))
+				break;
+			if (!q) {
+				q = fresh;
+				fresh = NULL;
+			}
+		}
+		if (!q)
+			break;
+		spin_lock(&q->lock);
+		if (likely(!q->dead))
+			break;
+		/* Emptied and removed under us: look again. */
+		spin_unlock(&q->lock);
+	}
+	rcu_read_unlock();
+	if (fresh)
+		kmem_cache_free(syncmem_queue_cache, fresh);
+	return q;
+}
+
+/* Unlock @q, removing it from the table if nobody waits on it any more. */
+static void syncmem_queue_unlock(struct syncmem_region *r,
+				 struct syncmem_queue *q)
+{
+	if (list_empty(&q->waiters)) {
+		q->dead = true;
+		rhashtable_remove_fast(&r->queues, &q->hnode,
+				       syncmem_queue_params);
+		spin_unlock(&q->lock);
+		syncmem_queue_put(q);	/* the table's reference */
+		return;
+	}
+	spin_unlock(&q->lock);
+}
+
+static void syncmem_waiter_unlink(struct syncmem_region *r,
+				  struct syncmem_waiter *w)
+{
+	list_del(&w->node);
+	atomic_dec(&r->nr_waiters);
+	atomic64_dec(&syncmem_nr_waiters);
+}
+
+/* Called with w->q->lock held: claim @w for a notify or hand-off, wake it. */
+static void syncmem_waiter_wake(struct syncmem_region *r,
+				struct syncmem_waiter *w, int state)
+{
+	struct task_struct *task = w->task;
+
+	syncmem_waiter_unlink(r, w);
+	get_task_struct(task);
+	/*
+	 * The last access to *w: once the sleeper sees the new state it
+	 * returns and its stack frame is gone. Release orders the unlink
+	 * before it.
+	 */
+	smp_store_release(&w->state, state);
+	wake_up_process(task);
+	put_task_struct(task);
+}
+
+static u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size)
+{
+	void *p = r->kaddr + offset;
+
+	return size == 4 ? READ_ONCE(*(u32 *)p) : READ_ONCE(*(u64 *)p);
+}
+
+static void syncmem_word_write(struct syncmem_region *r, u64 offset, u32 size,
+			       u64 value)
+{
+	void *p = r->kaddr + offset;
+
+	if (size == 4)
+		WRITE_ONCE(*(u32 *)p, (u32)value);
+	else
+		WRITE_ONCE(*(u64 *)p, value);
+}
+
+/* A naturally aligned word of @size bytes wholly inside the region. */
+static int syncmem_check_word(struct syncmem_region *r, u64 offset, u32 size,
+			      u64 value)
+{
+	if (size != 4 && size != 8)
+		return -EINVAL;
+	if (size == 4 && value > U32_MAX)
+		return -EINVAL;
+	if (offset & (size - 1))
+		return -EINVAL;
+	if (offset >= r->size || size > r->size - offset)
+		return -EINVAL;
+	return 0;
+}
+
+/* The waiter's deadline or a signal came first: take it out of its queue. */
+static int syncmem_waiter_cancel(struct syncmem_region *r,
+				 struct syncmem_waiter *w)
+{
+	struct syncmem_queue *q = w->q;
+	int state;
+
+	spin_lock(&q->lock);
+	state = w->state;
+	if (state == SYNCMEM_W_QUEUED) {
+		syncmem_waiter_unlink(r, w);
+		state = SYNCMEM_W_CANCELLED;
+		syncmem_queue_unlock(r, q);
+	} else {
+		spin_unlock(&q->lock);
+	}
+	return state;
+}
+
+/* Sleep until claimed, the deadline passes or a signal arrives. */
+static long syncmem_waiter_sleep(struct syncmem_region *r,
+				 struct syncmem_waiter *w, u64 deadline)
+{
+	struct hrtimer_sleeper timer;
+	bool timed = deadline != SYNCMEM_NO_DEADLINE;
+	bool expired = false;
+	int state;
+
+	if (timed) {
+		syncmem_hrtimer_sleeper_init(&timer, CLOCK_MONOTONIC,
+					     HRTIMER_MODE_ABS);
+		hrtimer_set_expires_range_ns(&timer.timer,
+					     ns_to_ktime(min_t(u64, deadline, KTIME_MAX)),
+					     current->timer_slack_ns);
+		hrtimer_sleeper_start_expires(&timer, HRTIMER_MODE_ABS);
+	}
+
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		/* Pairs with smp_store_release() in syncmem_waiter_wake(). */
+		state = smp_load_acquire(&w->state);
+		if (state != SYNCMEM_W_QUEUED)
+			break;
+		if (timed && !READ_ONCE(timer.task)) {
+			expired = true;
+			break;
+		}
+		if (signal_pending(current))
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+
+	if (timed) {
+		hrtimer_cancel(&timer.timer);
+		destroy_hrtimer_on_stack(&timer.timer);
+	}
+
+	if (state == SYNCMEM_W_QUEUED)
+		state = syncmem_waiter_cancel(r, w);
+	syncmem_queue_put(w->q);	/* the waiter's reference */
+
+	switch (state) {
+	case SYNCMEM_W_WOKEN:
+		return SYNCMEM_WAIT_WOKEN;
+	case SYNCMEM_W_HANDED_OFF:
+		return SYNCMEM_WAIT_HANDED_OFF;
+	default:
+		/*
+		 * Cancelled by us. A signal: let its handler run, then the
+		 * syscall restarts with the same arguments, hence the same
+		 * absolute deadline (a fatal signal never comes back).
+		 */
+		return expired ? SYNCMEM_WAIT_TIMED_OUT : -ERESTARTNOINTR;
+	}
+}
+
+static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *arg)
+{
+	struct syncmem_waiter w;
+	struct syncmem_queue *q;
+
+	q = syncmem_queue_lock(r, arg->offset, true);
+	if (IS_ERR(q))
+		return PTR_ERR(q);
+	/*
+	 * Full barrier between publishing the queue (and taking its lock)
+	 * and reading the word; pairs with the smp_mb() in notify and
+	 * hand-off between the caller's store to the word and the lookup.
+	 * Either the notifier finds this queue, or we see its store.
+	 */
+	smp_mb__after_spinlock();
+	if (syncmem_word_read(r, arg->offset, arg->size) != arg->expected) {
+		syncmem_queue_unlock(r, q);
+		return SYNCMEM_WAIT_NOT_EQUAL;
+	}
+	if (arg->deadline_ns != SYNCMEM_NO_DEADLINE &&
+	    arg->deadline_ns <= ktime_get_ns()) {
+		syncmem_queue_unlock(r, q);
+		return SYNCMEM_WAIT_TIMED_OUT;
+	}
+	w.task = current;
+	w.state = SYNCMEM_W_QUEUED;
+	w.q = q;
+	refcount_inc(&q->ref);
+	list_add_tail(&w.node, &q->waiters);
+	atomic_inc(&r->nr_waiters);
+	atomic64_inc(&syncmem_nr_waiters);
+	spin_unlock(&q->lock);
+
+	return syncmem_waiter_sleep(r, &w, arg->deadline_ns);
+}
+
+static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
+{
+	struct syncmem_waiter *w, *tmp;
+	struct syncmem_queue *q;
+	long woken = 0;
+
+	if (!count)
+		return 0;
+	smp_mb();	/* see syncmem_wait() */
+	q = syncmem_queue_lock(r, offset, false);
+	if (!q)
+		return 0;
+	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
+		syncmem_waiter_wake(r, w, SYNCMEM_W_WOKEN);
+		if (++woken == count || woken == INT_MAX)
+			break;
+	}
+	syncmem_queue_unlock(r, q);
+	return woken;
+}
+
+static long syncmem_handoff(struct syncmem_region *r,
+			    const struct syncmem_handoff *arg)
+{
+	struct syncmem_queue *q;
+	long ret;
+
+	smp_mb();	/* see syncmem_wait() */
+	/* Created if absent: a concurrent waiter must see the store or us. */
+	q = syncmem_queue_lock(r, arg->offset, true);
+	if (IS_ERR(q))
+		return PTR_ERR(q);
+	if (!list_empty(&q->waiters)) {
+		syncmem_waiter_wake(r, list_first_entry(&q->waiters,
+							struct syncmem_waiter,
+							node),
+				    SYNCMEM_W_HANDED_OFF);
+		ret = SYNCMEM_HANDOFF_WOKE;
+	} else {
+		syncmem_word_write(r, arg->offset, arg->size, arg->value);
+		ret = SYNCMEM_HANDOFF_STORED;
+	}
+	syncmem_queue_unlock(r, q);
+	return ret;
+}
+
+long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg)
+{
+	struct syncmem_wait arg;
+	int err;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags)
+		return -EINVAL;
+	err = syncmem_check_word(r, arg.offset, arg.size, arg.expected);
+	if (err)
+		return err;
+	return syncmem_wait(r, &arg);
+}
+
+long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg)
+{
+	struct syncmem_notify arg;
+	int err;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags)
+		return -EINVAL;
+	err = syncmem_check_word(r, arg.offset, 4, 0);
+	if (err)
+		return err;
+	return syncmem_notify(r, arg.offset, arg.count);
+}
+
+long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)
+{
+	struct syncmem_handoff arg;
+	int err;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags)
+		return -EINVAL;
+	err = syncmem_check_word(r, arg.offset, arg.size, arg.value);
+	if (err)
+		return err;
+	return syncmem_handoff(r, &arg);
+}

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Atomics-style wait, notify and hand-off on region words: one ioctl each. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <linux/syncmem.h>
+
+#include "internal.h"
+
+int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
+			 size_t width, __u64 *off)
+{
+	uintptr_t a = (uintptr_t)addr, base;
+
+	if (!r || !addr)
+		return -EINVAL;
+	base = (uintptr_t)r->base;
+	if (a < base || a - base > r->size || r->size - (a - base) < width ||
+	    (a & (width - 1)))
+		return -EINVAL;
+	*off = a - base;
+	return 0;
+}
+
+uint64_t syncmem__deadline(int64_t timeout_ns)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (timeout_ns < 0)
+		return SYNCMEM_NO_DEADLINE;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	/* Saturate just below "no deadline" rather than wrap. */
+	if ((uint64_t)timeout_ns >= SYNCMEM_NO_DEADLINE - now)
+		return SYNCMEM_NO_DEADLINE - 1;
+	return now + (uint64_t)timeout_ns;
+}
+
+int syncmem__wait(struct syncmem_region *r, const void *addr, uint32_t width,
+		  uint64_t expected, int64_t timeout_ns)
+{
+	struct syncmem_wait arg = {
+		.expected = expected,
+		.deadline_ns = syncmem__deadline(timeout_ns),
+		.size = width,
+	};
+	int err = syncmem__word_offset(r, addr, width, &arg.offset);
+
+	if (err)
+		return err;
+	/* The kernel restarts a wait interrupted by a handler itself. */
+	return syncmem__ioctl(r->fd, SYNCMEM_IOC_WAIT, &arg);
+}
+
+/* A hand-off is a wake-up too, as far as a plain waiter is concerned. */
+static int plain_result(int ret)
+{
+	return ret == SYNCMEM_WAIT_HANDED_OFF ? SYNCMEM_OK : ret;
+}
+
+int syncmem_wait32(struct syncmem_region *r, const uint32_t *addr,
+		   uint32_t expected, int64_t timeout_ns)
+{
+	return plain_result(syncmem__wait(r, addr, 4, expected, timeout_ns));
+}
+
+int syncmem_wait64(struct syncmem_region *r, const uint64_t *addr,
+		   uint64_t expected, int64_t timeout_ns)
+{
+	return plain_result(syncmem__wait(r, addr, 8, expected, timeout_ns));
+}
+
+int syncmem_notify(struct syncmem_region *r, const void *addr, uint32_t count)
+{
+	struct syncmem_notify arg = { .count = count };
+	int err = syncmem__word_offset(r, addr, 4, &arg.offset);
+
+	if (err)
+		return err;
+	return syncmem__ioctl(r->fd, SYNCMEM_IOC_NOTIFY, &arg);
+}
+
+static int handoff(struct syncmem_region *r, void *addr, uint32_t width,
+		   uint64_t value)
+{
+	struct syncmem_handoff arg = { .value = value, .size = width };
+	int err = syncmem__word_offset(r, addr, width, &arg.offset);
+
+	if (err)
+		return err;
+	return syncmem__ioctl(r->fd, SYNCMEM_IOC_HANDOFF, &arg);
+}
+
+int syncmem_handoff32(struct syncmem_region *r, uint32_t *addr, uint32_t value)
+{
+	return handoff(r, addr, 4, value);
+}
+
+int syncmem_handoff64(struct syncmem_region *r, uint64_t *addr, uint64_t value)
+{
+	return handoff(r, addr, 8, value);
+}

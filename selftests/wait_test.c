@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Wait queues: the Atomics.wait/notify behaviours across processes and
+ * threads, timeouts, signals, SIGKILL, 10,000 waiters, hand-off and every
+ * bad argument.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "kselftest_harness.h"
+#include "syncmem_test.h"
+#include "syncmem.h"
+
+#define REGION_SIZE (64 * 1024)
+#define SLACK_NS (500 * 1000000LL)	/* TCG and the debug kernel are slow */
+
+/* Layout of the test region. */
+struct shared {
+	uint32_t word;			/* offset 0: what waiters wait on */
+	uint32_t word4;			/* offset 4 */
+	uint64_t word8;			/* offset 8 */
+	uint32_t word12[13];		/* offset 16.. */
+	_Atomic uint32_t seq;		/* wake order cursor */
+	_Atomic uint32_t handled;	/* signal handler runs */
+	uint32_t order[256];
+	_Atomic int results[256];
+};
+
+FIXTURE(wait) {
+	struct syncmem_region *r;
+	struct shared *sh;
+	int fd;
+};
+
+FIXTURE_SETUP(wait)
+{
+	ASSERT_EQ(0, syncmem_open(NULL, REGION_SIZE, 0, 0, &self->r));
+	self->sh = syncmem_base(self->r);
+	self->fd = syncmem_region_fd(self->r);
+}
+
+FIXTURE_TEARDOWN(wait)
+{
+	syncmem_close(self->r);
+}
+
+static uint64_t region_waiters(int fd)
+{
+	struct syncmem_region_info info;
+
+	if (ioctl(fd, SYNCMEM_IOC_REGION_INFO, &info))
+		return ~0ULL;
+	return info.waiters;
+}
+
+/* Poll until @n waiters are queued in the region (10 s at most). */
+static int await_waiters(int fd, uint64_t n)
+{
+	for (int i = 0; i < 10000; i++) {
+		if (region_waiters(fd) == n)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+struct waiter_arg {
+	struct syncmem_region *r;
+	struct shared *sh;
+	uint32_t id;
+	uint32_t *addr;
+	int64_t timeout;
+};
+
+/* Wait on the word; on return record arrival in the wake order. */
+static void *waiter_thread(void *p)
+{
+	struct waiter_arg *a = p;
+	int ret = syncmem_wait32(a->r, a->addr, 0, a->timeout);
+
+	a->sh->order[atomic_fetch_add(&a->sh->seq, 1)] = a->id;
+	a->sh->results[a->id] = ret;
+	return NULL;
+}
+
+static pid_t spawn_waiter_process(struct waiter_arg *a)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		waiter_thread(a);
+		_exit(0);
+	}
+	return pid;
+}
+
+TEST_F(wait, not_equal_returns_at_once_and_queues_nothing)
+{
+	self->sh->word = 5;
+	self->sh->word8 = 0x100000000ULL;
+	EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait32(self->r, &self->sh->word, 4, SYNCMEM_FOREVER));
+	EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait64(self->r, &self->sh->word8, 0, SYNCMEM_FOREVER));
+	/* 64-bit compare uses all 64 bits. */
+	EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait64(self->r, &self->sh->word8, 0x200000000ULL, 0));
+	EXPECT_EQ(0, region_waiters(self->fd));
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+}
+
+/* Waiters from processes and threads, queued one by one, wake in that order. */
+TEST_F(wait, fifo_order_across_processes_and_threads)
+{
+	enum { N = 12 };
+	struct waiter_arg args[N];
+	pthread_t threads[N];
+	pid_t pids[N];
+	int i;
+
+	for (i = 0; i < N; i++) {
+		args[i] = (struct waiter_arg){ self->r, self->sh, i, &self->sh->word,
+					       SYNCMEM_FOREVER };
+		if (i % 2) {
+			ASSERT_EQ(0, pthread_create(&threads[i], NULL, waiter_thread, &args[i]));
+		} else {
+			pids[i] = spawn_waiter_process(&args[i]);
+			ASSERT_LT(0, pids[i]);
+		}
+		ASSERT_TRUE(await_waiters(self->fd, i + 1));
+	}
+	for (i = 0; i < N; i++) {
+		ASSERT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+		/* Let the woken one record itself before waking the next. */
+		for (int t = 0; t < 10000 && atomic_load(&self->sh->seq) != (uint32_t)i + 1; t++)
+			usleep(1000);
+		ASSERT_EQ(i + 1, atomic_load(&self->sh->seq));
+	}
+	for (i = 0; i < N; i++) {
+		EXPECT_EQ(i, self->sh->order[i]);
+		if (i % 2) {
+			pthread_join(threads[i], NULL);
+		} else {
+			EXPECT_EQ(0, wait_exit(pids[i]));
+		}
+		EXPECT_EQ(SYNCMEM_OK, self->sh->results[i]);
+	}
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, 1));
+}
+
+TEST_F(wait, notify_counts_are_exact)
+{
+	struct waiter_arg args[5];
+	pthread_t threads[5];
+	int i;
+
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, 1));
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+	for (i = 0; i < 5; i++) {
+		args[i] = (struct waiter_arg){ self->r, self->sh, i, &self->sh->word,
+					       SYNCMEM_FOREVER };
+		ASSERT_EQ(0, pthread_create(&threads[i], NULL, waiter_thread, &args[i]));
+	}
+	ASSERT_TRUE(await_waiters(self->fd, 5));
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, 0));
+	EXPECT_EQ(5, region_waiters(self->fd));
+	EXPECT_EQ(2, syncmem_notify(self->r, &self->sh->word, 2));
+	EXPECT_EQ(3, region_waiters(self->fd));
+	EXPECT_EQ(3, syncmem_notify(self->r, &self->sh->word, 100));
+	EXPECT_EQ(0, region_waiters(self->fd));
+	for (i = 0; i < 5; i++) {
+		pthread_join(threads[i], NULL);
+		EXPECT_EQ(SYNCMEM_OK, self->sh->results[i]);
+	}
+}
+
+TEST_F(wait, notify_before_wait_is_not_remembered)
+{
+	int64_t t0;
+
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+	t0 = now_ns();
+	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_wait32(self->r, &self->sh->word, 0, 50000000));
+	EXPECT_LE(50000000, now_ns() - t0);
+}
+
+TEST_F(wait, other_offsets_are_untouched_and_widths_share_a_queue)
+{
+	struct waiter_arg a32 = { self->r, self->sh, 0, (uint32_t *)&self->sh->word8,
+				  SYNCMEM_FOREVER };
+	struct waiter_arg a4 = { self->r, self->sh, 1, &self->sh->word4, SYNCMEM_FOREVER };
+	struct waiter_arg a12 = { self->r, self->sh, 2, (uint32_t *)&self->sh->word8 + 1,
+				  SYNCMEM_FOREVER };
+	pthread_t t32, t4, t12;
+	pid_t p64;
+
+	/* A 64-bit waiter at offset 8 (a process) and a 32-bit one at 8. */
+	p64 = fork();
+	ASSERT_LE(0, p64);
+	if (p64 == 0)
+		_exit(syncmem_wait64(self->r, &self->sh->word8, 0, SYNCMEM_FOREVER));
+	ASSERT_TRUE(await_waiters(self->fd, 1));
+	ASSERT_EQ(0, pthread_create(&t32, NULL, waiter_thread, &a32));
+	ASSERT_TRUE(await_waiters(self->fd, 2));
+	/* Offset 12 (8 + 4) and offset 4 are other queues. */
+	ASSERT_EQ(0, pthread_create(&t12, NULL, waiter_thread, &a12));
+	ASSERT_EQ(0, pthread_create(&t4, NULL, waiter_thread, &a4));
+	ASSERT_TRUE(await_waiters(self->fd, 4));
+
+	EXPECT_EQ(2, syncmem_notify(self->r, &self->sh->word8, SYNCMEM_ALL));
+	EXPECT_EQ(SYNCMEM_OK, wait_exit(p64));
+	pthread_join(t32, NULL);
+	EXPECT_EQ(2, region_waiters(self->fd));
+	EXPECT_EQ(1, syncmem_notify(self->r, (uint32_t *)&self->sh->word8 + 1, SYNCMEM_ALL));
+	pthread_join(t12, NULL);
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word4, SYNCMEM_ALL));
+	pthread_join(t4, NULL);
+	EXPECT_EQ(0, region_waiters(self->fd));
+}
+
+TEST_F(wait, timeouts)
+{
+	static const int64_t timeouts[] = { 1000000, 20000000, 150000000 };
+	int64_t t0, took;
+	struct syncmem_wait raw = { .size = 4, .deadline_ns = 1 };
+
+	for (unsigned i = 0; i < sizeof(timeouts) / sizeof(timeouts[0]); i++) {
+		t0 = now_ns();
+		EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_wait32(self->r, &self->sh->word, 0, timeouts[i]));
+		took = now_ns() - t0;
+		EXPECT_LE(timeouts[i], took);
+		EXPECT_GT(timeouts[i] + SLACK_NS, took);
+		t0 = now_ns();
+		EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_wait64(self->r, &self->sh->word8, 0, timeouts[i]));
+		took = now_ns() - t0;
+		EXPECT_LE(timeouts[i], took);
+		EXPECT_GT(timeouts[i] + SLACK_NS, took);
+	}
+	/* Timeout 0: checks the word, never queues. */
+	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_wait32(self->r, &self->sh->word, 0, 0));
+	EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait32(self->r, &self->sh->word, 1, 0));
+	/* A deadline in the past, through the raw ioctl. */
+	EXPECT_EQ(SYNCMEM_WAIT_TIMED_OUT, raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
+	raw.expected = 3;
+	EXPECT_EQ(SYNCMEM_WAIT_NOT_EQUAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
+	EXPECT_EQ(0, region_waiters(self->fd));
+}
+
+static _Atomic uint32_t *handled_counter;
+
+static void count_signal(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(handled_counter, 1);
+}
+
+/* Install a handler without SA_RESTART: the wait must continue anyway. */
+static void install_handler(struct shared *sh)
+{
+	struct sigaction sa = { .sa_handler = count_signal };
+
+	handled_counter = &sh->handled;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
+TEST_F(wait, signal_handler_does_not_end_the_wait)
+{
+	pid_t pid;
+	int i;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		install_handler(self->sh);
+		_exit(syncmem_wait32(self->r, &self->sh->word, 0, SYNCMEM_FOREVER));
+	}
+	for (i = 1; i <= 5; i++) {
+		ASSERT_TRUE(await_waiters(self->fd, 1));
+		ASSERT_EQ(0, kill(pid, SIGUSR1));
+		for (int t = 0; t < 10000 && atomic_load(&self->sh->handled) != (uint32_t)i; t++)
+			usleep(1000);
+		ASSERT_EQ(i, atomic_load(&self->sh->handled));
+	}
+	/* Still waiting after five handler runs; a notify ends it with OK. */
+	ASSERT_TRUE(await_waiters(self->fd, 1));
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+	EXPECT_EQ(SYNCMEM_OK, wait_exit(pid));
+}
+
+TEST_F(wait, signals_keep_the_deadline)
+{
+	const int64_t timeout = 400000000;
+	_Atomic int64_t *took = (void *)&self->sh->results[0];
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int64_t t0 = now_ns();
+		int ret;
+
+		install_handler(self->sh);
+		ret = syncmem_wait32(self->r, &self->sh->word, 0, timeout);
+		*took = now_ns() - t0;
+		_exit(ret);
+	}
+	ASSERT_TRUE(await_waiters(self->fd, 1));
+	for (int i = 0; i < 6; i++) {
+		kill(pid, SIGUSR1);
+		usleep(40000);
+	}
+	EXPECT_EQ(SYNCMEM_TIMED_OUT, wait_exit(pid));
+	EXPECT_LE(timeout, *took);
+	EXPECT_GT(timeout + SLACK_NS, *took);
+	EXPECT_LE(1, atomic_load(&self->sh->handled));
+}
+
+TEST_F(wait, sigkill_of_a_queued_waiter)
+{
+	struct waiter_arg a[3];
+	pid_t pids[3];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		a[i] = (struct waiter_arg){ self->r, self->sh, i, &self->sh->word,
+					    SYNCMEM_FOREVER };
+		pids[i] = spawn_waiter_process(&a[i]);
+		ASSERT_LT(0, pids[i]);
+		ASSERT_TRUE(await_waiters(self->fd, i + 1));
+	}
+	ASSERT_EQ(0, kill(pids[1], SIGKILL));
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pids[1]));
+	EXPECT_EQ(2, region_waiters(self->fd));
+	/* Only the live waiters are counted, in their order. */
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+	EXPECT_EQ(0, wait_exit(pids[0]));
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+	EXPECT_EQ(0, wait_exit(pids[2]));
+	EXPECT_EQ(0, self->sh->order[0]);
+	EXPECT_EQ(2, self->sh->order[1]);
+}
+
+static void *plain_waiter(void *p)
+{
+	struct waiter_arg *a = p;
+
+	return (void *)(intptr_t)syncmem_wait32(a->r, a->addr, 0, SYNCMEM_FOREVER);
+}
+
+TEST_F(wait, ten_thousand_waiters_one_notify_all)
+{
+	enum { N = 10000 };
+	struct waiter_arg arg = { self->r, self->sh, 0, &self->sh->word, SYNCMEM_FOREVER };
+	pthread_t *threads = calloc(N, sizeof(*threads));
+	pthread_attr_t attr;
+	struct syncmem_stats st;
+	int dev, i, ok = 0;
+	void *ret;
+	FILE *f;
+
+	/* A 1 GiB guest allows fewer threads than this by default. */
+	f = fopen("/proc/sys/kernel/threads-max", "w");
+	if (f) {
+		fprintf(f, "%d\n", 4 * N);
+		fclose(f);
+	}
+	ASSERT_NE(NULL, threads);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (i = 0; i < N; i++)
+		ASSERT_EQ(0, pthread_create(&threads[i], &attr, plain_waiter, &arg));
+	ASSERT_TRUE(await_waiters(self->fd, N));
+	dev = dev_open();
+	st = get_stats(dev);
+	EXPECT_EQ(N, st.waiters);
+	EXPECT_EQ(N, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+	for (i = 0; i < N; i++) {
+		pthread_join(threads[i], &ret);
+		ok += (intptr_t)ret == SYNCMEM_OK;
+	}
+	EXPECT_EQ(N, ok);
+	EXPECT_EQ(0, get_stats(dev).waiters);
+	close(dev);
+	free(threads);
+}
+
+TEST_F(wait, handoff_with_and_without_a_waiter)
+{
+	struct syncmem_wait raw = { .offset = 0, .size = 4, .expected = 0,
+				    .deadline_ns = SYNCMEM_NO_DEADLINE };
+	pid_t first, second;
+
+	/* Nobody waits: the value is stored. */
+	EXPECT_EQ(0, syncmem_handoff32(self->r, &self->sh->word4, 7));
+	EXPECT_EQ(7, self->sh->word4);
+	EXPECT_EQ(0, syncmem_handoff64(self->r, &self->sh->word8, 0x123456789ULL));
+	EXPECT_EQ(0x123456789ULL, self->sh->word8);
+	EXPECT_EQ(0, region_waiters(self->fd));
+
+	/* Two waiters: the hand-off wakes the oldest and leaves the word alone. */
+	first = fork();
+	ASSERT_LE(0, first);
+	if (first == 0)
+		_exit(raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
+	ASSERT_TRUE(await_waiters(self->fd, 1));
+	second = fork();
+	ASSERT_LE(0, second);
+	if (second == 0)
+		_exit(raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
+	ASSERT_TRUE(await_waiters(self->fd, 2));
+	EXPECT_EQ(1, syncmem_handoff32(self->r, &self->sh->word, 9));
+	EXPECT_EQ(0, self->sh->word);
+	EXPECT_EQ(SYNCMEM_WAIT_HANDED_OFF, wait_exit(first));
+	EXPECT_EQ(1, region_waiters(self->fd));
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(second));
+}
+
+TEST_F(wait, bad_arguments)
+{
+	struct syncmem_wait w;
+	struct syncmem_notify n;
+	struct syncmem_handoff h;
+	struct syncmem_region *ro, *small;
+	uint32_t local = 0;
+	int dev;
+
+#define WAIT(...) (w = (struct syncmem_wait){ .deadline_ns = 0, __VA_ARGS__ }, \
+		   raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &w))
+	EXPECT_EQ(SYNCMEM_WAIT_TIMED_OUT, WAIT(.size = 4));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 0));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 2));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 16));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .offset = 2));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 8, .offset = 4));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .offset = REGION_SIZE));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .offset = ~0ULL - 3));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .flags = 1));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .expected = 1ULL << 32));
+	EXPECT_EQ(SYNCMEM_WAIT_TIMED_OUT, WAIT(.size = 4, .offset = REGION_SIZE - 4));
+	EXPECT_EQ(-EFAULT, raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, NULL));
+#undef WAIT
+#define NOTIFY(...) (n = (struct syncmem_notify){ __VA_ARGS__ }, \
+		     raw_ioctl(self->fd, SYNCMEM_IOC_NOTIFY, &n))
+	EXPECT_EQ(0, NOTIFY(.count = 1));
+	EXPECT_EQ(-EINVAL, NOTIFY(.offset = 2, .count = 1));
+	EXPECT_EQ(-EINVAL, NOTIFY(.offset = REGION_SIZE, .count = 1));
+	EXPECT_EQ(-EINVAL, NOTIFY(.count = 1, .flags = 2));
+	EXPECT_EQ(-EFAULT, raw_ioctl(self->fd, SYNCMEM_IOC_NOTIFY, (void *)1));
+#undef NOTIFY
+#define HANDOFF(...) (h = (struct syncmem_handoff){ __VA_ARGS__ }, \
+		      raw_ioctl(self->fd, SYNCMEM_IOC_HANDOFF, &h))
+	EXPECT_EQ(-EINVAL, HANDOFF(.size = 3));
+	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .offset = 1));
+	EXPECT_EQ(-EINVAL, HANDOFF(.size = 8, .offset = REGION_SIZE - 4));
+	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .value = 1ULL << 32));
+	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .flags = 1));
+	EXPECT_EQ(-EFAULT, raw_ioctl(self->fd, SYNCMEM_IOC_HANDOFF, NULL));
+#undef HANDOFF
+
+	/* Wait ioctls belong to region fds, not to the handle. */
+	dev = dev_open();
+	EXPECT_EQ(-ENOTTY, raw_ioctl(dev, SYNCMEM_IOC_WAIT, &w));
+	close(dev);
+
+	/* The library: addresses outside the mapping, misaligned, NULL. */
+	EXPECT_EQ(-EINVAL, syncmem_wait32(self->r, &local, 0, 0));
+	EXPECT_EQ(-EINVAL, syncmem_wait32(self->r, (uint32_t *)((char *)self->sh + 2), 0, 0));
+	EXPECT_EQ(-EINVAL, syncmem_wait64(self->r, (uint64_t *)&self->sh->word4, 0, 0));
+	EXPECT_EQ(-EINVAL, syncmem_wait32(self->r, (uint32_t *)((char *)self->sh + REGION_SIZE), 0, 0));
+	EXPECT_EQ(-EINVAL, syncmem_wait32(NULL, &self->sh->word, 0, 0));
+	EXPECT_EQ(-EINVAL, syncmem_notify(self->r, &local, 1));
+	EXPECT_EQ(-EINVAL, syncmem_notify(self->r, (char *)self->sh + 1, 1));
+	EXPECT_EQ(-EINVAL, syncmem_handoff32(self->r, &local, 1));
+	EXPECT_EQ(-EINVAL, syncmem_handoff64(self->r, (uint64_t *)&self->sh->word4, 1));
+
+	/* A region whose size is not a multiple of 8: the last word must fit. */
+	ASSERT_EQ(0, syncmem_open(NULL, 12, 0, 0, &small));
+	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_wait32(small, (uint32_t *)syncmem_base(small) + 2, 0, 0));
+	EXPECT_EQ(-EINVAL, syncmem_wait64(small, (uint64_t *)syncmem_base(small) + 1, 0, 0));
+	syncmem_close(small);
+
+	/* Read-only region fd: waiting is allowed, notify and hand-off are -EBADF. */
+	{
+		char name[64];
+
+		snprintf(name, sizeof(name), "wait-ro-%d", getpid());
+		ASSERT_EQ(0, syncmem_open(name, 4096, SYNCMEM_CREATE, 0600, &small));
+		ASSERT_EQ(0, syncmem_open(name, 0, SYNCMEM_RDONLY, 0, &ro));
+		syncmem_unlink(name);
+		EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait32(ro, syncmem_base(ro), 1, 0));
+		EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_wait32(ro, syncmem_base(ro), 0, 1000));
+		EXPECT_EQ(-EBADF, syncmem_notify(ro, syncmem_base(ro), 1));
+		EXPECT_EQ(-EBADF, syncmem_handoff32(ro, syncmem_base(ro), 1));
+		syncmem_close(ro);
+		syncmem_close(small);
+	}
+}
+
+/* Others unlink and close the region while a waiter sleeps on it. */
+TEST(waiter_outlives_the_name_and_other_users)
+{
+	struct syncmem_region *r;
+	char name[64];
+	int go[2], dev;
+	pid_t pid;
+	struct syncmem_stats before;
+
+	snprintf(name, sizeof(name), "wait-unlinked-%d", getpid());
+	ASSERT_EQ(0, pipe(go));
+	dev = dev_open();
+	before = get_stats(dev);
+	ASSERT_EQ(0, syncmem_open(name, 4096, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &r));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct syncmem_region *cr;
+		struct waiter_arg a;
+		pthread_t t;
+		char c;
+
+		if (syncmem_open(name, 0, 0, 0, &cr))
+			_exit(10);
+		a = (struct waiter_arg){ cr, syncmem_base(cr), 0, syncmem_base(cr), SYNCMEM_FOREVER };
+		pthread_create(&t, NULL, plain_waiter, &a);
+		if (read(go[0], &c, 1) != 1)
+			_exit(11);
+		/* Everybody else is gone; our own notify still reaches the waiter. */
+		if (syncmem_notify(cr, syncmem_base(cr), 1) != 1)
+			_exit(12);
+		pthread_join(t, NULL);
+		_exit(0);
+	}
+	ASSERT_TRUE(await_waiters(syncmem_region_fd(r), 1));
+	ASSERT_EQ(0, syncmem_unlink(name));
+	syncmem_close(r);
+	EXPECT_EQ(before.regions + 1, get_stats(dev).regions);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	EXPECT_EQ(0, wait_exit(pid));
+	EXPECT_EQ(before.regions, get_stats(dev).regions);
+	close(dev);
+}
+
+TEST_HARNESS_MAIN
