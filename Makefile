@@ -47,8 +47,7 @@ SELFTESTS := $(patsubst selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRCS))
 SELFTEST_SCRIPTS := $(BUILD)/selftests/run-all
 HOSTTEST_SRCS := $(sort $(wildcard tests/host/*_test.c))
 HOSTTESTS := $(patsubst tests/host/%.c,$(BUILD)/host/%,$(HOSTTEST_SRCS))
-TOOL_SRCS := $(sort $(wildcard tools/syncmemctl/*.c tools/demo/*.c))
-TOOLS := $(patsubst %.c,$(BUILD)/%,$(notdir $(TOOL_SRCS)))
+TOOL_SRCS := $(sort $(wildcard tools/syncmemctl/*.c tools/demo/*.c tools/bench/*.c))
 TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
 
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
@@ -119,9 +118,15 @@ $(BUILD)/host-tsan/%: tests/host/%.c $(LIB_SRCS) $(LIB_HDRS) $(LINUX_FILES)/.sta
 	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
 
 tools: $(TOOLS)
-$(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a
+$(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+
+# Benchmarks print syncmem's figure next to its baseline's, as a ratio.
+BENCHES := wake_pingpong notify_all
+bench: all
+	$(ROOT)/tools/vm/run --kernel stock --timeout 900 -- sh -c \
+		'for b in $(BENCHES); do tools/$$b || exit 1; done'
 
 # ---- tests ------------------------------------------------------------------
 # Each step appends its TAP to build/check/*.tap; tools/tap-summary prints the

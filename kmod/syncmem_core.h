@@ -32,6 +32,7 @@ struct syncmem_region {
 	/* Wait queues by byte offset (wait.c). */
 	struct rhashtable queues;
 	atomic_t nr_waiters;
+	atomic_t nr_idle_queues;
 
 	/* The name and its owner; changed only under syncmem_names_mutex. */
 	struct syncmem_ns *ns;		/* NULL once unlinked (or anonymous) */

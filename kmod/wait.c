@@ -10,9 +10,12 @@
  * the enqueue of WAIT, and the whole of NOTIFY and HANDOFF, run under it.
  *
  * Lifetime of a queue: one reference for being in the table (dropped when it
- * empties and is removed, "dead"), one per waiter from enqueue until that
- * waiter has observed its outcome. Lookups run under RCU, so the memory is
- * freed an RCU grace period after the last reference.
+ * is removed, "dead"), one per waiter from enqueue until that waiter has
+ * observed its outcome. Lookups run under RCU, so the memory is freed an RCU
+ * grace period after the last reference. A queue that empties stays in the
+ * table as "idle" (up to SYNCMEM_IDLE_QUEUES per region), so a word that is
+ * waited on again and again costs no allocation; past that cap emptied
+ * queues are removed.
  *
  * Claim: a waiter's state leaves SYNCMEM_W_QUEUED exactly once, under the
  * queue lock: to WOKEN or HANDED_OFF by a notify or hand-off, or to
@@ -46,6 +49,7 @@ struct syncmem_queue {
 	spinlock_t lock;
 	struct list_head waiters;	/* oldest first */
 	bool dead;			/* removed from the table */
+	bool idle;			/* empty but kept in the table */
 	refcount_t ref;
 	struct rcu_head rcu;
 };
@@ -64,6 +68,9 @@ static const struct rhashtable_params syncmem_queue_params = {
 	.head_offset		= offsetof(struct syncmem_queue, hnode),
 	.automatic_shrinking	= true,
 };
+
+/* Empty queues a region keeps for reuse. */
+#define SYNCMEM_IDLE_QUEUES	64
 
 static struct kmem_cache *syncmem_queue_cache;
 static atomic64_t syncmem_nr_waiters = ATOMIC64_INIT(0);
@@ -88,19 +95,28 @@ u64 syncmem_waiters_total(void)
 int syncmem_region_queues_init(struct syncmem_region *r)
 {
 	atomic_set(&r->nr_waiters, 0);
+	atomic_set(&r->nr_idle_queues, 0);
 	return rhashtable_init(&r->queues, &syncmem_queue_params);
-}
-
-/* Last reference of the region: no waiter, hence no queue, is left. */
-void syncmem_region_queues_destroy(struct syncmem_region *r)
-{
-	rhashtable_destroy(&r->queues);
 }
 
 static void syncmem_queue_free_rcu(struct rcu_head *head)
 {
 	kmem_cache_free(syncmem_queue_cache,
 			container_of(head, struct syncmem_queue, rcu));
+}
+
+static void syncmem_queue_free_idle(void *ptr, void *arg)
+{
+	struct syncmem_queue *q = ptr;
+
+	WARN_ON_ONCE(!list_empty(&q->waiters));
+	kmem_cache_free(syncmem_queue_cache, q);
+}
+
+/* Last reference of the region: no waiter is left, only idle queues. */
+void syncmem_region_queues_destroy(struct syncmem_region *r)
+{
+	rhashtable_free_and_destroy(&r->queues, syncmem_queue_free_idle, NULL);
 }
 
 static void syncmem_queue_put(struct syncmem_queue *q)
@@ -132,6 +148,7 @@ static struct syncmem_queue *syncmem_queue_lock(struct syncmem_region *r,
 				spin_lock_init(&fresh->lock);
 				INIT_LIST_HEAD(&fresh->waiters);
 				fresh->dead = false;
+				fresh->idle = false;
 				refcount_set(&fresh->ref, 1);
 				rcu_read_lock();
 			}
@@ -159,11 +176,20 @@ static struct syncmem_queue *syncmem_queue_lock(struct syncmem_region *r,
 	return q;
 }
 
-/* Unlock @q, removing it from the table if nobody waits on it any more. */
+/*
+ * Unlock @q. If nobody waits on it any more, keep it idle for reuse while the
+ * region has fewer than SYNCMEM_IDLE_QUEUES of those, else remove it.
+ */
 static void syncmem_queue_unlock(struct syncmem_region *r,
 				 struct syncmem_queue *q)
 {
-	if (list_empty(&q->waiters)) {
+	if (list_empty(&q->waiters) && !q->idle) {
+		if (atomic_inc_return(&r->nr_idle_queues) <= SYNCMEM_IDLE_QUEUES) {
+			q->idle = true;
+			spin_unlock(&q->lock);
+			return;
+		}
+		atomic_dec(&r->nr_idle_queues);
 		q->dead = true;
 		rhashtable_remove_fast(&r->queues, &q->hnode,
 				       syncmem_queue_params);
@@ -337,6 +363,10 @@ static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *ar
 	w.task = current;
 	w.state = SYNCMEM_W_QUEUED;
 	w.q = q;
+	if (q->idle) {
+		q->idle = false;
+		atomic_dec(&r->nr_idle_queues);
+	}
 	refcount_inc(&q->ref);
 	list_add_tail(&w.node, &q->waiters);
 	atomic_inc(&r->nr_waiters);

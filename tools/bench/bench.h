@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Shared bits of the syncmem benchmarks: clocks, a futex-on-memfd baseline
+ * and the "project vs baseline" report line.
+ */
+#ifndef SYNCMEM_BENCH_H
+#define SYNCMEM_BENCH_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline double bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Process-shared futex (no FUTEX_PRIVATE_FLAG), the baseline for waits. */
+static inline long futex_wait(uint32_t *word, uint32_t expected)
+{
+	return syscall(SYS_futex, word, FUTEX_WAIT, expected, NULL, NULL, 0);
+}
+
+static inline long futex_wake(uint32_t *word, int count)
+{
+	return syscall(SYS_futex, word, FUTEX_WAKE, count, NULL, NULL, 0);
+}
+
+/* Shared memory from a memfd, where process-shared futexes work. */
+static inline void *memfd_shared(size_t len)
+{
+	int fd = memfd_create("bench", MFD_CLOEXEC);
+	void *p;
+
+	if (fd < 0 || ftruncate(fd, (off_t)len))
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * One result line: the project's figure, the baseline's, and their ratio.
+ * @higher_is_better says which way the ratio reads.
+ */
+static inline void bench_report(const char *what, const char *unit,
+				double ours, const char *base_name, double base,
+				int higher_is_better)
+{
+	double ratio = higher_is_better ? ours / base : base / ours;
+
+	printf("%-34s syncmem %12.1f %-9s %-7s %12.1f %-9s ratio %.2fx%s\n",
+	       what, ours, unit, base_name, base, unit, ratio,
+	       ratio >= 1.0 ? "" : " (slower)");
+}
+
+#endif /* SYNCMEM_BENCH_H */
