@@ -126,62 +126,12 @@ static void syncmem_queue_put(struct syncmem_queue *q)
 }
 
 /*
- * Return the live queue of @offset with its lock held, creating it when
- * @create (else NULL when there is none), or an ERR_PTR.
- */
-static struct syncmem_queue *syncmem_queue_lock(struct syncmem_region *r,
-						u64 offset, bool create)
-{
-	struct syncmem_queue *q, *fresh = NULL;
-
-	rcu_read_lock();
-	for (;;) {
-		q = rhashtable_lookup(&r->queues, &offset, syncmem_queue_params);
-		if (!q && create) {
-			if (!fresh) {
-				rcu_read_unlock();
-				fresh = kmem_cache_alloc(syncmem_queue_cache,
-							 GFP_KERNEL);
-				if (!fresh)
-					return ERR_PTR(-ENOMEM);
-				fresh->offset = offset;
-				spin_lock_init(&fresh->lock);
-				INIT_LIST_HEAD(&fresh->waiters);
-				fresh->dead = false;
-				fresh->idle = false;
-				refcount_set(&fresh->ref, 1);
-				rcu_read_lock();
-			}
-			q = rhashtable_lookup_get_insert_fast(&r->queues,
-							      &fresh->hnode,
-							      syncmem_queue_params);
-			if (IS_ERR(q))
-				break;
-			if (!q) {
-				q = fresh;
-				fresh = NULL;
-			}
-		}
-		if (!q)
-			break;
-		spin_lock(&q->lock);
-		if (likely(!q->dead))
-			break;
-		/* Emptied and removed under us: look again. */
-		spin_unlock(&q->lock);
-	}
-	rcu_read_unlock();
-	if (fresh)
-		kmem_cache_free(syncmem_queue_cache, fresh);
-	return q;
-}
-
-/*
  * Unlock @q. If nobody waits on it any more, keep it idle for reuse while the
  * region has fewer than SYNCMEM_IDLE_QUEUES of those, else remove it.
  */
 static void syncmem_queue_unlock(struct syncmem_region *r,
 				 struct syncmem_queue *q)
+	__releases(&q->lock)
 {
 	if (list_empty(&q->waiters) && !q->idle) {
 		if (atomic_inc_return(&r->nr_idle_queues) <= SYNCMEM_IDLE_QUEUES) {
@@ -198,6 +148,76 @@ static void syncmem_queue_unlock(struct syncmem_region *r,
 		return;
 	}
 	spin_unlock(&q->lock);
+}
+
+static struct syncmem_queue *syncmem_queue_alloc(u64 offset)
+{
+	struct syncmem_queue *q;
+
+	q = kmem_cache_alloc(syncmem_queue_cache, GFP_KERNEL);
+	if (!q)
+		return NULL;
+	q->offset = offset;
+	spin_lock_init(&q->lock);
+	INIT_LIST_HEAD(&q->waiters);
+	q->dead = false;
+	q->idle = false;
+	refcount_set(&q->ref, 1);
+	return q;
+}
+
+/* Runs with the queue's lock held; @q is NULL only when not creating. */
+typedef long (*syncmem_queue_fn)(struct syncmem_region *r,
+				 struct syncmem_queue *q, void *arg);
+
+/*
+ * Call @fn on the live queue of @offset with its lock held, then unlock it
+ * (dropping it if it ended up empty). Without a queue: create one if
+ * @create, else call @fn with NULL. A new queue is locked before it is
+ * published, so nobody sees it empty and unlocked. A queue found dead
+ * (emptied and removed after our lookup) counts as none.
+ */
+static long syncmem_queue_call(struct syncmem_region *r, u64 offset,
+			       bool create, syncmem_queue_fn fn, void *arg)
+{
+	struct syncmem_queue *q, *old;
+	long ret;
+
+	for (;;) {
+		rcu_read_lock();
+		q = rhashtable_lookup(&r->queues, &offset, syncmem_queue_params);
+		if (q) {
+			spin_lock(&q->lock);
+			rcu_read_unlock();
+			if (likely(!q->dead)) {
+				ret = fn(r, q, arg);
+				syncmem_queue_unlock(r, q);
+				return ret;
+			}
+			spin_unlock(&q->lock);
+		} else {
+			rcu_read_unlock();
+		}
+		if (!create)
+			return fn(r, NULL, arg);
+
+		q = syncmem_queue_alloc(offset);
+		if (!q)
+			return -ENOMEM;
+		spin_lock(&q->lock);
+		old = rhashtable_lookup_get_insert_fast(&r->queues, &q->hnode,
+							syncmem_queue_params);
+		if (!old) {
+			ret = fn(r, q, arg);
+			syncmem_queue_unlock(r, q);
+			return ret;
+		}
+		/* Lost a race with another creator, or no memory. */
+		spin_unlock(&q->lock);
+		kmem_cache_free(syncmem_queue_cache, q);
+		if (IS_ERR(old))
+			return -ENOMEM;
+	}
 }
 
 static void syncmem_waiter_unlink(struct syncmem_region *r,
@@ -336,14 +356,21 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 	}
 }
 
-static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *arg)
-{
-	struct syncmem_waiter w;
-	struct syncmem_queue *q;
+/* Internal result of syncmem_wait_locked(): the waiter is in the queue. */
+#define SYNCMEM_WAIT_QUEUED	(-1L)
 
-	q = syncmem_queue_lock(r, arg->offset, true);
-	if (IS_ERR(q))
-		return PTR_ERR(q);
+struct syncmem_wait_ctx {
+	const struct syncmem_wait *arg;
+	struct syncmem_waiter *w;
+};
+
+static long syncmem_wait_locked(struct syncmem_region *r,
+				struct syncmem_queue *q, void *data)
+{
+	struct syncmem_wait_ctx *ctx = data;
+	const struct syncmem_wait *arg = ctx->arg;
+	struct syncmem_waiter *w = ctx->w;
+
 	/*
 	 * Full barrier between publishing the queue (and taking its lock)
 	 * and reading the word; pairs with the smp_mb() in notify and
@@ -351,41 +378,44 @@ static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *ar
 	 * Either the notifier finds this queue, or we see its store.
 	 */
 	smp_mb__after_spinlock();
-	if (syncmem_word_read(r, arg->offset, arg->size) != arg->expected) {
-		syncmem_queue_unlock(r, q);
+	if (syncmem_word_read(r, arg->offset, arg->size) != arg->expected)
 		return SYNCMEM_WAIT_NOT_EQUAL;
-	}
 	if (arg->deadline_ns != SYNCMEM_NO_DEADLINE &&
-	    arg->deadline_ns <= ktime_get_ns()) {
-		syncmem_queue_unlock(r, q);
+	    arg->deadline_ns <= ktime_get_ns())
 		return SYNCMEM_WAIT_TIMED_OUT;
-	}
-	w.task = current;
-	w.state = SYNCMEM_W_QUEUED;
-	w.q = q;
+	w->task = current;
+	w->state = SYNCMEM_W_QUEUED;
+	w->q = q;
 	if (q->idle) {
 		q->idle = false;
 		atomic_dec(&r->nr_idle_queues);
 	}
 	refcount_inc(&q->ref);
-	list_add_tail(&w.node, &q->waiters);
+	list_add_tail(&w->node, &q->waiters);
 	atomic_inc(&r->nr_waiters);
 	atomic64_inc(&syncmem_nr_waiters);
-	spin_unlock(&q->lock);
+	return SYNCMEM_WAIT_QUEUED;
+}
 
+static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *arg)
+{
+	struct syncmem_waiter w;
+	struct syncmem_wait_ctx ctx = { .arg = arg, .w = &w };
+	long ret;
+
+	ret = syncmem_queue_call(r, arg->offset, true, syncmem_wait_locked, &ctx);
+	if (ret != SYNCMEM_WAIT_QUEUED)
+		return ret;
 	return syncmem_waiter_sleep(r, &w, arg->deadline_ns);
 }
 
-static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
+static long syncmem_notify_locked(struct syncmem_region *r,
+				  struct syncmem_queue *q, void *data)
 {
+	u32 count = *(u32 *)data;
 	struct syncmem_waiter *w, *tmp;
-	struct syncmem_queue *q;
 	long woken = 0;
 
-	if (!count)
-		return 0;
-	smp_mb();	/* see syncmem_wait() */
-	q = syncmem_queue_lock(r, offset, false);
 	if (!q)
 		return 0;
 	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
@@ -393,33 +423,39 @@ static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
 		if (++woken == count || woken == INT_MAX)
 			break;
 	}
-	syncmem_queue_unlock(r, q);
 	return woken;
+}
+
+static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
+{
+	if (!count)
+		return 0;
+	smp_mb();	/* see syncmem_wait_locked() */
+	return syncmem_queue_call(r, offset, false, syncmem_notify_locked, &count);
+}
+
+static long syncmem_handoff_locked(struct syncmem_region *r,
+				   struct syncmem_queue *q, void *data)
+{
+	const struct syncmem_handoff *arg = data;
+
+	if (list_empty(&q->waiters)) {
+		syncmem_word_write(r, arg->offset, arg->size, arg->value);
+		return SYNCMEM_HANDOFF_STORED;
+	}
+	syncmem_waiter_wake(r, list_first_entry(&q->waiters,
+						struct syncmem_waiter, node),
+			    SYNCMEM_W_HANDED_OFF);
+	return SYNCMEM_HANDOFF_WOKE;
 }
 
 static long syncmem_handoff(struct syncmem_region *r,
 			    const struct syncmem_handoff *arg)
 {
-	struct syncmem_queue *q;
-	long ret;
-
-	smp_mb();	/* see syncmem_wait() */
+	smp_mb();	/* see syncmem_wait_locked() */
 	/* Created if absent: a concurrent waiter must see the store or us. */
-	q = syncmem_queue_lock(r, arg->offset, true);
-	if (IS_ERR(q))
-		return PTR_ERR(q);
-	if (!list_empty(&q->waiters)) {
-		syncmem_waiter_wake(r, list_first_entry(&q->waiters,
-							struct syncmem_waiter,
-							node),
-				    SYNCMEM_W_HANDED_OFF);
-		ret = SYNCMEM_HANDOFF_WOKE;
-	} else {
-		syncmem_word_write(r, arg->offset, arg->size, arg->value);
-		ret = SYNCMEM_HANDOFF_STORED;
-	}
-	syncmem_queue_unlock(r, q);
-	return ret;
+	return syncmem_queue_call(r, arg->offset, true, syncmem_handoff_locked,
+				  (void *)arg);
 }
 
 long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg)

@@ -558,4 +558,143 @@ TEST(waiter_outlives_the_name_and_other_users)
 	close(dev);
 }
 
+/*
+ * Stress: threads in several processes wait (with short random timeouts),
+ * notify and hand off on a few words while signals fly. Every wake-up is
+ * claimed exactly once, so the totals must match exactly: waits that
+ * returned WOKEN == sum of notify results, waits that returned HANDED_OFF
+ * == hand-offs that returned WOKE.
+ */
+struct stress {
+	_Atomic uint32_t stop;
+	uint32_t words[4];
+	_Atomic uint64_t notified, handed, woken, handed_off, timed_out;
+	_Atomic uint64_t handler_runs, errors;
+};
+
+struct stress_thread {
+	struct syncmem_region *r;
+	struct stress *st;
+	unsigned int seed;
+};
+
+static _Atomic uint64_t *stress_handler_runs;
+
+static void stress_handler(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(stress_handler_runs, 1);
+}
+
+static void *stress_thread(void *p)
+{
+	struct stress_thread *t = p;
+	struct stress *st = t->st;
+	int fd = syncmem_region_fd(t->r);
+
+	while (!atomic_load(&st->stop)) {
+		unsigned int pick = rand_r(&t->seed);
+		uint32_t i = pick % 4;
+		long ret;
+
+		if (pick % 3 == 0) {
+			struct syncmem_wait w = {
+				.offset = (uint64_t)((char *)&st->words[i] - (char *)st),
+				.size = 4,
+				.deadline_ns = (uint64_t)now_ns() + (pick >> 8) % 2000000,
+			};
+
+			ret = raw_ioctl(fd, SYNCMEM_IOC_WAIT, &w);
+			if (ret == SYNCMEM_WAIT_WOKEN)
+				atomic_fetch_add(&st->woken, 1);
+			else if (ret == SYNCMEM_WAIT_HANDED_OFF)
+				atomic_fetch_add(&st->handed_off, 1);
+			else if (ret == SYNCMEM_WAIT_TIMED_OUT)
+				atomic_fetch_add(&st->timed_out, 1);
+			else
+				atomic_fetch_add(&st->errors, 1);
+		} else if (pick % 3 == 1) {
+			ret = syncmem_notify(t->r, &st->words[i], 1 + (pick >> 8) % 3);
+			if (ret < 0)
+				atomic_fetch_add(&st->errors, 1);
+			else
+				atomic_fetch_add(&st->notified, ret);
+		} else {
+			ret = syncmem_handoff32(t->r, &st->words[i], 0);
+			if (ret < 0)
+				atomic_fetch_add(&st->errors, 1);
+			else
+				atomic_fetch_add(&st->handed, ret);
+		}
+	}
+	return NULL;
+}
+
+static int stress_process(struct syncmem_region *r, struct stress *st, int id)
+{
+	struct stress_thread t[3];
+	pthread_t th[3];
+	struct sigaction sa = { .sa_handler = stress_handler };
+
+	stress_handler_runs = &st->handler_runs;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int i = 0; i < 3; i++) {
+		t[i] = (struct stress_thread){ r, st, (unsigned int)(id * 7919 + i) };
+		pthread_create(&th[i], NULL, stress_thread, &t[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
+TEST(stress_every_wake_is_claimed_once)
+{
+	enum { PROCS = 4 };
+	struct syncmem_region *r;
+	struct stress *st;
+	pid_t pids[PROCS];
+	int64_t end;
+	int i;
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	st = syncmem_base(r);
+	for (i = 0; i < PROCS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(stress_process(r, st, i));
+	}
+	end = now_ns() + 3000000000LL;
+	while (now_ns() < end) {
+		kill(pids[rand() % PROCS], SIGUSR1);
+		usleep(2000);
+	}
+	atomic_store(&st->stop, 1);
+	/* Release whoever still waits, counting those wake-ups too. */
+	for (i = 0; i < PROCS; i++) {
+		int status = 0;
+
+		while (waitpid(pids[i], &status, WNOHANG) == 0) {
+			for (int w = 0; w < 4; w++)
+				atomic_fetch_add(&st->notified,
+						 syncmem_notify(r, &st->words[w], SYNCMEM_ALL));
+			usleep(1000);
+		}
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	EXPECT_EQ(0, atomic_load(&st->errors));
+	EXPECT_EQ(atomic_load(&st->notified), atomic_load(&st->woken));
+	EXPECT_EQ(atomic_load(&st->handed), atomic_load(&st->handed_off));
+	EXPECT_LT(0, atomic_load(&st->woken));
+	EXPECT_LT(0, atomic_load(&st->handed_off));
+	EXPECT_LT(0, atomic_load(&st->timed_out));
+	EXPECT_LT(0, atomic_load(&st->handler_runs));
+	EXPECT_EQ(0, region_waiters(syncmem_region_fd(r)));
+	TH_LOG("woken %llu, handed off %llu, timed out %llu, handler runs %llu",
+	       (unsigned long long)st->woken, (unsigned long long)st->handed_off,
+	       (unsigned long long)st->timed_out, (unsigned long long)st->handler_runs);
+	syncmem_close(r);
+}
+
 TEST_HARNESS_MAIN

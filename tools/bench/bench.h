@@ -51,6 +51,20 @@ static inline void *memfd_shared(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Median of @n samples (sorts them). */
+static inline int bench_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static inline double bench_median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), bench_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /*
  * One result line: the project's figure, the baseline's, and their ratio.
  * @higher_is_better says which way the ratio reads.

@@ -22,6 +22,8 @@ struct ops {
 	void (*wake)(_Atomic uint32_t *word);
 };
 
+#define ROUNDS 5
+
 static struct syncmem_region *region;
 
 static void sm_wait(_Atomic uint32_t *w, uint32_t cur)
@@ -87,9 +89,9 @@ static double pingpong(const struct ops *o, struct words *w, uint32_t n)
 int main(int argc, char **argv)
 {
 	static const struct ops sm = { sm_wait, sm_wake }, fx = { fx_wait, fx_wake };
-	uint32_t n = argc > 1 ? (uint32_t)atoi(argv[1]) : 20000;
+	uint32_t n = argc > 1 ? (uint32_t)atoi(argv[1]) : 10000;
 	struct words *fw;
-	double a, b;
+	double a[ROUNDS], b[ROUNDS];
 	int err;
 
 	err = syncmem_open(NULL, 4096, 0, 0, &region);
@@ -100,14 +102,15 @@ int main(int argc, char **argv)
 	fw = memfd_shared(4096);
 	if (!fw)
 		return 1;
-	/* Warm up both, then alternate to share any drift evenly. */
+	/* Warm up both, then alternate rounds so drift hits both alike. */
 	pingpong(&sm, syncmem_base(region), n / 10);
 	pingpong(&fx, fw, n / 10);
-	a = pingpong(&sm, syncmem_base(region), n);
-	b = pingpong(&fx, fw, n);
-	a = (a + pingpong(&sm, syncmem_base(region), n)) / 2;
-	b = (b + pingpong(&fx, fw, n)) / 2;
-	bench_report("wake-pingpong round trips", "per s", a, "futex", b, 1);
+	for (int i = 0; i < ROUNDS; i++) {
+		a[i] = pingpong(&sm, syncmem_base(region), n);
+		b[i] = pingpong(&fx, fw, n);
+	}
+	bench_report("wake-pingpong round trips (median)", "per s",
+		     bench_median(a, ROUNDS), "futex", bench_median(b, ROUNDS), 1);
 	syncmem_close(region);
 	return 0;
 }
