@@ -634,11 +634,7 @@ static int stress_process(struct syncmem_region *r, struct stress *st, int id)
 {
 	struct stress_thread t[3];
 	pthread_t th[3];
-	struct sigaction sa = { .sa_handler = stress_handler };
 
-	stress_handler_runs = &st->handler_runs;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
 	for (int i = 0; i < 3; i++) {
 		t[i] = (struct stress_thread){ r, st, (unsigned int)(id * 7919 + i) };
 		pthread_create(&th[i], NULL, stress_thread, &t[i]);
@@ -654,11 +650,16 @@ TEST(stress_every_wake_is_claimed_once)
 	struct syncmem_region *r;
 	struct stress *st;
 	pid_t pids[PROCS];
+	struct sigaction sa = { .sa_handler = stress_handler };
 	int64_t end;
 	int i;
 
 	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
 	st = syncmem_base(r);
+	/* Installed before fork, so no child can die of an early SIGUSR1. */
+	stress_handler_runs = &st->handler_runs;
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
 	for (i = 0; i < PROCS; i++) {
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
@@ -675,12 +676,15 @@ TEST(stress_every_wake_is_claimed_once)
 	for (i = 0; i < PROCS; i++) {
 		int status = 0;
 
-		while (waitpid(pids[i], &status, WNOHANG) == 0) {
+		pid_t done;
+
+		while ((done = waitpid(pids[i], &status, WNOHANG)) == 0) {
 			for (int w = 0; w < 4; w++)
 				atomic_fetch_add(&st->notified,
 						 syncmem_notify(r, &st->words[w], SYNCMEM_ALL));
 			usleep(1000);
 		}
+		EXPECT_EQ(pids[i], done);
 		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	}
 	EXPECT_EQ(0, atomic_load(&st->errors));
