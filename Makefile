@@ -39,7 +39,7 @@ PROG_LDFLAGS := -static -pthread
 
 LIB_SRCS := $(sort $(wildcard lib/*.c))
 LIB_OBJS := $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
-LIB_HDRS := include/syncmem.h include/uapi/linux/syncmem.h lib/internal.h
+LIB_HDRS := include/syncmem.h include/uapi/linux/syncmem.h $(wildcard lib/*.h)
 SONAME := libsyncmem.so.1
 
 SELFTEST_SRCS := $(sort $(wildcard selftests/*_test.c))

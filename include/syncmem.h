@@ -106,6 +106,62 @@ int syncmem_notify(struct syncmem_region *r, const void *addr, uint32_t count);
 int syncmem_handoff32(struct syncmem_region *r, uint32_t *addr, uint32_t value);
 int syncmem_handoff64(struct syncmem_region *r, uint64_t *addr, uint64_t value);
 
+/* ---- Async waits and the event loop (Atomics.waitAsync) ----------------- */
+
+struct syncmem_loop;			/* one per thread; io_uring inside */
+typedef void (*syncmem_wait_cb)(void *arg, int result);
+
+/* A loop owns a /dev/syncmem handle, an eventfd and an io_uring ring. */
+int syncmem_loop_new(struct syncmem_loop **out);
+
+/*
+ * Cancel every pending wait, run the callbacks of all of them (their real
+ * result if they completed first, else -ECANCELED) and free the loop. Not
+ * from inside one of its callbacks. NULL is ignored.
+ */
+void syncmem_loop_free(struct syncmem_loop *loop);
+
+/* Run callbacks until nothing is pending; 0 or a negative errno. */
+int syncmem_loop_run(struct syncmem_loop *loop);
+
+/*
+ * Wait up to @timeout_ns (0: do not wait; negative: no limit) for
+ * completions, run the callbacks that are ready, return how many ran. With
+ * nothing pending it returns 0 at once.
+ */
+int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns);
+
+/* Pollable fd: readable exactly when syncmem_loop_run_once(loop, 0) has work. */
+int syncmem_loop_fd(struct syncmem_loop *loop);
+
+/* Queued waits whose callbacks have not run yet. */
+size_t syncmem_loop_pending(const struct syncmem_loop *loop);
+
+/*
+ * Queue an async wait and return at once: SYNCMEM_NOT_EQUAL if *addr differs,
+ * SYNCMEM_TIMED_OUT if @timeout_ns is 0 (in both cases nothing is queued and
+ * @cb never runs), or SYNCMEM_PENDING: the waiter is already in the word's
+ * FIFO queue (shared with blocking waiters), and @cb runs exactly once, later,
+ * from syncmem_loop_run*() or syncmem_loop_free(), with SYNCMEM_OK,
+ * SYNCMEM_TIMED_OUT or -ECANCELED. *@id_out (may be NULL) names the wait for
+ * syncmem_wait_cancel(). Errors: -EINVAL (bad address, NULL loop or cb),
+ * -EAGAIN (the handle's max_async_waits reached), -ENOMEM.
+ */
+int syncmem_wait_async32(struct syncmem_loop *loop, struct syncmem_region *r,
+			 const uint32_t *addr, uint32_t expected,
+			 int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			 uint64_t *id_out);
+int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
+			 const uint64_t *addr, uint64_t expected,
+			 int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			 uint64_t *id_out);
+
+/*
+ * 0 if the wait was still queued (its callback will report -ECANCELED),
+ * -ENOENT if it had already completed or never existed.
+ */
+int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
+
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);
 

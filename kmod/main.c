@@ -25,18 +25,16 @@ unsigned long syncmem_max_total_bytes;
 module_param_named(max_total_bytes, syncmem_max_total_bytes, ulong, 0644);
 MODULE_PARM_DESC(max_total_bytes, "Most bytes in all regions (default: half of RAM); more is -ENOMEM");
 
-static atomic_t syncmem_nr_handles = ATOMIC_INIT(0);
+unsigned int syncmem_max_async_waits = 1U << 17;
+module_param_named(max_async_waits, syncmem_max_async_waits, uint, 0644);
+MODULE_PARM_DESC(max_async_waits, "Most outstanding async waits per handle (default 131072); more is -EAGAIN");
 
-/* One per open of /dev/syncmem. Later features hang their state here. */
-struct syncmem_handle {
-	int unused;
-};
+static atomic_t syncmem_nr_handles = ATOMIC_INIT(0);
 
 static int syncmem_dev_open(struct inode *inode, struct file *file)
 {
-	struct syncmem_handle *h;
+	struct syncmem_handle *h = syncmem_handle_create();
 
-	h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
 	if (!h)
 		return -ENOMEM;
 	file->private_data = h;
@@ -46,9 +44,21 @@ static int syncmem_dev_open(struct inode *inode, struct file *file)
 
 static int syncmem_dev_release(struct inode *inode, struct file *file)
 {
-	kfree(file->private_data);
+	syncmem_handle_close(file->private_data);
 	atomic_dec(&syncmem_nr_handles);
 	return 0;
+}
+
+static ssize_t syncmem_dev_read(struct file *file, char __user *buf,
+				size_t count, loff_t *ppos)
+{
+	return syncmem_handle_read(file->private_data, buf, count,
+				   file->f_flags & O_NONBLOCK);
+}
+
+static __poll_t syncmem_dev_poll(struct file *file, poll_table *pt)
+{
+	return syncmem_handle_poll(file->private_data, file, pt);
 }
 
 /*
@@ -73,7 +83,8 @@ static long syncmem_ioctl_version(void __user *uarg)
 	struct syncmem_version v = {
 		.abi_version	 = SYNCMEM_ABI_VERSION,
 		.name_max	 = SYNCMEM_NAME_MAX,
-		.features	 = SYNCMEM_FEAT_REGIONS | SYNCMEM_FEAT_WAIT,
+		.features	 = SYNCMEM_FEAT_REGIONS | SYNCMEM_FEAT_WAIT |
+				   SYNCMEM_FEAT_ASYNC,
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = READ_ONCE(syncmem_max_regions),
 		.max_total_bytes = READ_ONCE(syncmem_max_total_bytes),
@@ -148,6 +159,7 @@ static long syncmem_ioctl_stats(void __user *uarg)
 		.named_regions	= syncmem_names_count(),
 		.handles	= atomic_read(&syncmem_nr_handles),
 		.waiters	= syncmem_waiters_total(),
+		.async_waits	= syncmem_async_total(),
 	};
 
 	syncmem_region_stats(&s.regions, &s.region_bytes);
@@ -157,9 +169,16 @@ static long syncmem_ioctl_stats(void __user *uarg)
 static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 			      unsigned long arg)
 {
+	struct syncmem_handle *h = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
 	switch (cmd) {
+	case SYNCMEM_IOC_SET_EVENTFD:
+		return syncmem_ioctl_set_eventfd(h, uarg);
+	case SYNCMEM_IOC_WAIT_ASYNC:
+		return syncmem_ioctl_wait_async(h, uarg);
+	case SYNCMEM_IOC_CANCEL:
+		return syncmem_ioctl_cancel(h, uarg);
 	case SYNCMEM_IOC_VERSION:
 		return syncmem_ioctl_version(uarg);
 	case SYNCMEM_IOC_REGION_OPEN:
@@ -177,6 +196,8 @@ static const struct file_operations syncmem_dev_fops = {
 	.owner		= THIS_MODULE,
 	.open		= syncmem_dev_open,
 	.release	= syncmem_dev_release,
+	.read		= syncmem_dev_read,
+	.poll		= syncmem_dev_poll,
 	.unlocked_ioctl	= syncmem_dev_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
@@ -198,9 +219,18 @@ static int __init syncmem_init(void)
 	err = syncmem_wait_init();
 	if (err)
 		return err;
+	err = syncmem_async_init();
+	if (err)
+		goto out_wait;
 	err = misc_register(&syncmem_miscdev);
 	if (err)
-		syncmem_wait_exit();
+		goto out_async;
+	return 0;
+
+out_async:
+	syncmem_async_exit();
+out_wait:
+	syncmem_wait_exit();
 	return err;
 }
 
@@ -208,6 +238,7 @@ static void __exit syncmem_exit(void)
 {
 	misc_deregister(&syncmem_miscdev);
 	syncmem_names_exit();
+	syncmem_async_exit();
 	syncmem_wait_exit();
 }
 

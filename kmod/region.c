@@ -268,6 +268,28 @@ static const struct file_operations syncmem_region_fops = {
 };
 
 /**
+ * syncmem_region_get_fd - the region behind a region fd, with a reference
+ * @fd:		A file descriptor of the caller.
+ *
+ * Returns the region or ERR_PTR(-EBADF) for a bad fd, ERR_PTR(-EINVAL) for a
+ * file that is not a syncmem region.
+ */
+struct syncmem_region *syncmem_region_get_fd(int fd)
+{
+	struct syncmem_region *r = ERR_PTR(-EINVAL);
+	struct fd f = fdget(fd);
+
+	if (!f.file)
+		return ERR_PTR(-EBADF);
+	if (f.file->f_op == &syncmem_region_fops) {
+		r = f.file->private_data;
+		kref_get(&r->ref);
+	}
+	fdput(f);
+	return r;
+}
+
+/**
  * syncmem_region_install_fd - give the caller a region fd (O_CLOEXEC)
  * @r:		The region; the new file takes its own reference.
  * @rdonly:	Open the file read-only.

@@ -8,6 +8,7 @@
 #ifndef _SYNCMEM_COMPAT_H
 #define _SYNCMEM_COMPAT_H
 
+#include <linux/eventfd.h>
 #include <linux/hrtimer.h>
 #include <linux/ipc_namespace.h>
 #include <linux/mm.h>
@@ -33,6 +34,29 @@ static inline void syncmem_hrtimer_sleeper_init(struct hrtimer_sleeper *sl,
 	hrtimer_setup_sleeper_on_stack(sl, clock, mode);
 #else
 	hrtimer_init_sleeper_on_stack(sl, clock, mode);
+#endif
+}
+
+/* hrtimer_setup() replaced hrtimer_init() + .function in 6.13. */
+static inline void syncmem_hrtimer_setup(struct hrtimer *timer,
+					 enum hrtimer_restart (*fn)(struct hrtimer *),
+					 clockid_t clock, enum hrtimer_mode mode)
+{
+#ifdef SYNCMEM_HAVE_HRTIMER_SETUP
+	hrtimer_setup(timer, fn, clock, mode);
+#else
+	hrtimer_init(timer, clock, mode);
+	timer->function = fn;
+#endif
+}
+
+/* eventfd_signal() lost its count argument in 6.8. */
+static inline void syncmem_eventfd_signal(struct eventfd_ctx *ctx)
+{
+#ifdef SYNCMEM_HAVE_EVENTFD_SIGNAL_1
+	eventfd_signal(ctx);
+#else
+	eventfd_signal(ctx, 1);
 #endif
 }
 

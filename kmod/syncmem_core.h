@@ -8,12 +8,35 @@
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/poll.h>
 #include <linux/rhashtable-types.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
+#include <linux/wait.h>
 #include <uapi/linux/syncmem.h>
 
 struct syncmem_ns;
+struct syncmem_queue;
+
+enum syncmem_waiter_state {
+	SYNCMEM_W_QUEUED,
+	SYNCMEM_W_WOKEN,
+	SYNCMEM_W_HANDED_OFF,
+	SYNCMEM_W_TIMED_OUT,
+	SYNCMEM_W_CANCELLED,
+};
+
+/*
+ * A waiter in a word's queue: a blocked WAIT (on the task's stack, @task
+ * set) or part of an async wait (@task NULL, see async.c).
+ */
+struct syncmem_waiter {
+	struct list_head node;		/* in q->waiters while queued */
+	struct syncmem_queue *q;	/* holds a reference once queued */
+	struct task_struct *task;
+	int state;	/* enum syncmem_waiter_state; changed under q->lock */
+};
 
 /*
  * A region: zeroed pages mapped contiguously into the kernel (for the value
@@ -45,15 +68,34 @@ struct syncmem_region {
 	char name[];
 };
 
+/*
+ * An open of /dev/syncmem. Holds the async waits it queued (async.c).
+ * References: its file, and every async wait it owns.
+ */
+struct syncmem_handle {
+	struct kref ref;
+	spinlock_t lock;		/* pending*, cq, nr_outstanding, closed */
+	struct rhashtable pending;	/* queued async waits by user_data */
+	struct list_head pending_list;	/* the same, oldest first */
+	struct list_head cq;		/* completed, unread */
+	unsigned int nr_outstanding;	/* pending + unread */
+	bool closed;
+	wait_queue_head_t wq;		/* readers and pollers */
+	struct mutex eventfd_mutex;
+	struct eventfd_ctx *eventfd;	/* under eventfd_mutex */
+};
+
 /* Module parameters (main.c). */
 extern unsigned long syncmem_max_region_size;
 extern unsigned int syncmem_max_regions;
 extern unsigned long syncmem_max_total_bytes;
+extern unsigned int syncmem_max_async_waits;
 
 /* region.c */
 struct syncmem_region *syncmem_region_create(u64 size, u32 name_len);
 void syncmem_region_put(struct syncmem_region *r);
 int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly);
+struct syncmem_region *syncmem_region_get_fd(int fd);
 void syncmem_region_stats(u64 *regions, u64 *bytes);
 
 /* wait.c */
@@ -62,9 +104,32 @@ void syncmem_wait_exit(void);
 u64 syncmem_waiters_total(void);
 int syncmem_region_queues_init(struct syncmem_region *r);
 void syncmem_region_queues_destroy(struct syncmem_region *r);
+int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg);
+long syncmem_wait_enqueue(struct syncmem_region *r,
+			  const struct syncmem_wait *arg,
+			  struct syncmem_waiter *w,
+			  void (*queued)(struct syncmem_waiter *w));
+int syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
+			 int state);
+void syncmem_waiter_release(struct syncmem_waiter *w);
 long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
+
+/* async.c */
+int syncmem_async_init(void);
+void syncmem_async_exit(void);
+u64 syncmem_async_total(void);
+struct syncmem_handle *syncmem_handle_create(void);
+void syncmem_handle_close(struct syncmem_handle *h);
+long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg);
+long syncmem_ioctl_cancel(struct syncmem_handle *h, void __user *uarg);
+long syncmem_ioctl_set_eventfd(struct syncmem_handle *h, void __user *uarg);
+ssize_t syncmem_handle_read(struct syncmem_handle *h, char __user *buf,
+			    size_t count, bool nonblock);
+__poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
+			     poll_table *pt);
+void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result);
 
 /* names.c */
 struct syncmem_region *syncmem_names_open(const char *name, u32 name_len,

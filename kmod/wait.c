@@ -36,13 +36,6 @@
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
 
-enum syncmem_waiter_state {
-	SYNCMEM_W_QUEUED,
-	SYNCMEM_W_WOKEN,
-	SYNCMEM_W_HANDED_OFF,
-	SYNCMEM_W_CANCELLED,
-};
-
 struct syncmem_queue {
 	struct rhash_head hnode;
 	u64 offset;			/* the key */
@@ -52,14 +45,6 @@ struct syncmem_queue {
 	bool idle;			/* empty but kept in the table */
 	refcount_t ref;
 	struct rcu_head rcu;
-};
-
-/* A blocked WAIT; lives on the waiting task's stack. */
-struct syncmem_waiter {
-	struct list_head node;
-	struct syncmem_queue *q;	/* holds a reference */
-	struct task_struct *task;
-	int state;	/* enum syncmem_waiter_state; written under q->lock */
 };
 
 static const struct rhashtable_params syncmem_queue_params = {
@@ -228,13 +213,23 @@ static void syncmem_waiter_unlink(struct syncmem_region *r,
 	atomic64_dec(&syncmem_nr_waiters);
 }
 
-/* Called with w->q->lock held: claim @w for a notify or hand-off, wake it. */
+/*
+ * Called with w->q->lock held: claim @w for a notify or hand-off. A blocked
+ * WAIT is woken at once; an async waiter goes on @done, to be completed once
+ * the queue lock is dropped.
+ */
 static void syncmem_waiter_wake(struct syncmem_region *r,
-				struct syncmem_waiter *w, int state)
+				struct syncmem_waiter *w, int state,
+				struct list_head *done)
 {
 	struct task_struct *task = w->task;
 
 	syncmem_waiter_unlink(r, w);
+	if (!task) {
+		w->state = state;
+		list_add_tail(&w->node, done);
+		return;
+	}
 	get_task_struct(task);
 	/*
 	 * The last access to *w: once the sleeper sees the new state it
@@ -244,6 +239,19 @@ static void syncmem_waiter_wake(struct syncmem_region *r,
 	smp_store_release(&w->state, state);
 	wake_up_process(task);
 	put_task_struct(task);
+}
+
+/* Complete the async waiters a notify or hand-off claimed. */
+static void syncmem_complete_claimed(struct list_head *done)
+{
+	struct syncmem_waiter *w, *tmp;
+
+	list_for_each_entry_safe(w, tmp, done, node) {
+		list_del(&w->node);
+		syncmem_async_complete_waiter(w, w->state == SYNCMEM_W_HANDED_OFF ?
+					      SYNCMEM_WAIT_HANDED_OFF :
+					      SYNCMEM_WAIT_WOKEN);
+	}
 }
 
 static u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size)
@@ -279,23 +287,38 @@ static int syncmem_check_word(struct syncmem_region *r, u64 offset, u32 size,
 	return 0;
 }
 
-/* The waiter's deadline or a signal came first: take it out of its queue. */
-static int syncmem_waiter_cancel(struct syncmem_region *r,
-				 struct syncmem_waiter *w)
+/**
+ * syncmem_waiter_claim - take a queued waiter out of its queue
+ * @r:		The region of the waiter's word.
+ * @w:		A waiter that was queued (it holds a reference on its queue).
+ * @state:	The final state to give it (TIMED_OUT or CANCELLED).
+ *
+ * Returns @state if @w was still queued (it is now out of the queue and
+ * the caller completes it), else the final state a notify or hand-off gave
+ * it first.
+ */
+int syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
+			 int state)
 {
 	struct syncmem_queue *q = w->q;
-	int state;
 
 	spin_lock(&q->lock);
-	state = w->state;
-	if (state == SYNCMEM_W_QUEUED) {
+	if (w->state == SYNCMEM_W_QUEUED) {
 		syncmem_waiter_unlink(r, w);
-		state = SYNCMEM_W_CANCELLED;
+		w->state = state;
 		syncmem_queue_unlock(r, q);
-	} else {
-		spin_unlock(&q->lock);
+		return state;
 	}
+	state = w->state;
+	spin_unlock(&q->lock);
 	return state;
+}
+
+/* The waiter is done with its queue: drop the reference it took. */
+void syncmem_waiter_release(struct syncmem_waiter *w)
+{
+	if (w->q)
+		syncmem_queue_put(w->q);
 }
 
 /* Sleep until claimed, the deadline passes or a signal arrives. */
@@ -338,8 +361,8 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 	}
 
 	if (state == SYNCMEM_W_QUEUED)
-		state = syncmem_waiter_cancel(r, w);
-	syncmem_queue_put(w->q);	/* the waiter's reference */
+		state = syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED);
+	syncmem_waiter_release(w);
 
 	switch (state) {
 	case SYNCMEM_W_WOKEN:
@@ -356,12 +379,10 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 	}
 }
 
-/* Internal result of syncmem_wait_locked(): the waiter is in the queue. */
-#define SYNCMEM_WAIT_QUEUED	(-1L)
-
 struct syncmem_wait_ctx {
 	const struct syncmem_wait *arg;
 	struct syncmem_waiter *w;
+	void (*queued)(struct syncmem_waiter *w);
 };
 
 static long syncmem_wait_locked(struct syncmem_region *r,
@@ -383,7 +404,6 @@ static long syncmem_wait_locked(struct syncmem_region *r,
 	if (arg->deadline_ns != SYNCMEM_NO_DEADLINE &&
 	    arg->deadline_ns <= ktime_get_ns())
 		return SYNCMEM_WAIT_TIMED_OUT;
-	w->task = current;
 	w->state = SYNCMEM_W_QUEUED;
 	w->q = q;
 	if (q->idle) {
@@ -394,33 +414,60 @@ static long syncmem_wait_locked(struct syncmem_region *r,
 	list_add_tail(&w->node, &q->waiters);
 	atomic_inc(&r->nr_waiters);
 	atomic64_inc(&syncmem_nr_waiters);
+	if (ctx->queued)
+		ctx->queued(w);
 	return SYNCMEM_WAIT_QUEUED;
+}
+
+/**
+ * syncmem_wait_enqueue - compare the word and queue @w, atomically
+ * @r:		The region (a reference is held by the caller).
+ * @arg:	The wait, validated.
+ * @w:		The waiter: @w->task set for a blocked WAIT, NULL for async.
+ * @queued:	Called under the queue lock once @w is queued (may be NULL).
+ *
+ * Returns SYNCMEM_WAIT_NOT_EQUAL, SYNCMEM_WAIT_TIMED_OUT (deadline already
+ * passed), SYNCMEM_WAIT_QUEUED, or -ENOMEM.
+ */
+long syncmem_wait_enqueue(struct syncmem_region *r,
+			  const struct syncmem_wait *arg,
+			  struct syncmem_waiter *w,
+			  void (*queued)(struct syncmem_waiter *w))
+{
+	struct syncmem_wait_ctx ctx = { .arg = arg, .w = w, .queued = queued };
+
+	w->q = NULL;
+	return syncmem_queue_call(r, arg->offset, true, syncmem_wait_locked, &ctx);
 }
 
 static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *arg)
 {
-	struct syncmem_waiter w;
-	struct syncmem_wait_ctx ctx = { .arg = arg, .w = &w };
+	struct syncmem_waiter w = { .task = current };
 	long ret;
 
-	ret = syncmem_queue_call(r, arg->offset, true, syncmem_wait_locked, &ctx);
+	ret = syncmem_wait_enqueue(r, arg, &w, NULL);
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		return ret;
 	return syncmem_waiter_sleep(r, &w, arg->deadline_ns);
 }
 
+struct syncmem_notify_ctx {
+	u32 count;
+	struct list_head done;	/* claimed async waiters */
+};
+
 static long syncmem_notify_locked(struct syncmem_region *r,
 				  struct syncmem_queue *q, void *data)
 {
-	u32 count = *(u32 *)data;
+	struct syncmem_notify_ctx *ctx = data;
 	struct syncmem_waiter *w, *tmp;
 	long woken = 0;
 
 	if (!q)
 		return 0;
 	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
-		syncmem_waiter_wake(r, w, SYNCMEM_W_WOKEN);
-		if (++woken == count || woken == INT_MAX)
+		syncmem_waiter_wake(r, w, SYNCMEM_W_WOKEN, &ctx->done);
+		if (++woken == ctx->count || woken == INT_MAX)
 			break;
 	}
 	return woken;
@@ -428,16 +475,28 @@ static long syncmem_notify_locked(struct syncmem_region *r,
 
 static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
 {
+	struct syncmem_notify_ctx ctx = { .count = count };
+	long woken;
+
 	if (!count)
 		return 0;
+	INIT_LIST_HEAD(&ctx.done);
 	smp_mb();	/* see syncmem_wait_locked() */
-	return syncmem_queue_call(r, offset, false, syncmem_notify_locked, &count);
+	woken = syncmem_queue_call(r, offset, false, syncmem_notify_locked, &ctx);
+	syncmem_complete_claimed(&ctx.done);
+	return woken;
 }
+
+struct syncmem_handoff_ctx {
+	const struct syncmem_handoff *arg;
+	struct list_head done;
+};
 
 static long syncmem_handoff_locked(struct syncmem_region *r,
 				   struct syncmem_queue *q, void *data)
 {
-	const struct syncmem_handoff *arg = data;
+	struct syncmem_handoff_ctx *ctx = data;
+	const struct syncmem_handoff *arg = ctx->arg;
 
 	if (list_empty(&q->waiters)) {
 		syncmem_word_write(r, arg->offset, arg->size, arg->value);
@@ -445,17 +504,31 @@ static long syncmem_handoff_locked(struct syncmem_region *r,
 	}
 	syncmem_waiter_wake(r, list_first_entry(&q->waiters,
 						struct syncmem_waiter, node),
-			    SYNCMEM_W_HANDED_OFF);
+			    SYNCMEM_W_HANDED_OFF, &ctx->done);
 	return SYNCMEM_HANDOFF_WOKE;
 }
 
 static long syncmem_handoff(struct syncmem_region *r,
 			    const struct syncmem_handoff *arg)
 {
+	struct syncmem_handoff_ctx ctx = { .arg = arg };
+	long ret;
+
+	INIT_LIST_HEAD(&ctx.done);
 	smp_mb();	/* see syncmem_wait_locked() */
 	/* Created if absent: a concurrent waiter must see the store or us. */
-	return syncmem_queue_call(r, arg->offset, true, syncmem_handoff_locked,
-				  (void *)arg);
+	ret = syncmem_queue_call(r, arg->offset, true, syncmem_handoff_locked,
+				 &ctx);
+	syncmem_complete_claimed(&ctx.done);
+	return ret;
+}
+
+/* Validate a word of @r for a wait (also used by async waits). */
+int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg)
+{
+	if (arg->flags)
+		return -EINVAL;
+	return syncmem_check_word(r, arg->offset, arg->size, arg->expected);
 }
 
 long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg)
@@ -465,9 +538,7 @@ long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg)
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags)
-		return -EINVAL;
-	err = syncmem_check_word(r, arg.offset, arg.size, arg.expected);
+	err = syncmem_wait_check(r, &arg);
 	if (err)
 		return err;
 	return syncmem_wait(r, &arg);

@@ -27,6 +27,7 @@
 /* Bits of struct syncmem_version.features. */
 #define SYNCMEM_FEAT_REGIONS		(1ULL << 0)
 #define SYNCMEM_FEAT_WAIT		(1ULL << 1)  /* WAIT, NOTIFY, HANDOFF */
+#define SYNCMEM_FEAT_ASYNC		(1ULL << 2)  /* WAIT_ASYNC, CANCEL, completions */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -104,7 +105,8 @@ struct syncmem_region_unlink {
  * @region_bytes:	Bytes of memory those regions hold (page granular).
  * @named_regions:	Regions that currently have a name.
  * @handles:		Open handles on /dev/syncmem.
- * @waiters:		Waiters queued on region words.
+ * @waiters:		Waiters queued on region words (sync and async).
+ * @async_waits:	Async waits alive: queued, or completed and not yet read.
  */
 struct syncmem_stats {
 	__u64 regions;
@@ -112,6 +114,7 @@ struct syncmem_stats {
 	__u64 named_regions;
 	__u64 handles;
 	__u64 waiters;
+	__u64 async_waits;
 };
 
 /* Bits of struct syncmem_region_info.flags. */
@@ -140,6 +143,7 @@ struct syncmem_region_info {
 #define SYNCMEM_WAIT_NOT_EQUAL		1  /* the word differed: not queued */
 #define SYNCMEM_WAIT_TIMED_OUT		2  /* the deadline passed first */
 #define SYNCMEM_WAIT_HANDED_OFF		3  /* a hand-off picked this waiter */
+#define SYNCMEM_WAIT_QUEUED		4  /* WAIT_ASYNC: queued, a completion follows */
 
 /**
  * struct syncmem_wait - wait on a word of the region (region fd ioctl)
@@ -206,6 +210,82 @@ struct syncmem_handoff {
 	__u32 flags;
 };
 
+/**
+ * struct syncmem_eventfd - the eventfd a handle signals on completions
+ * @fd:		In: an eventfd, or -1 to stop signalling.
+ * @flags:	In: must be zero.
+ *
+ * The handle adds 1 to the eventfd for every completion it queues. A handle
+ * has at most one eventfd; setting another replaces it.
+ */
+struct syncmem_eventfd {
+	__s32 fd;
+	__u32 flags;
+};
+
+/**
+ * struct syncmem_wait_async - queue an asynchronous wait (handle ioctl)
+ * @region_fd:	In: the region fd whose word to wait on.
+ * @size:	In: 4 or 8.
+ * @offset:	In: byte offset of the word, as for struct syncmem_wait.
+ * @expected:	In: as for struct syncmem_wait.
+ * @deadline_ns: In: absolute CLOCK_MONOTONIC deadline, or
+ *		SYNCMEM_NO_DEADLINE.
+ * @user_data:	In: returned in the completion; also the key for CANCEL. It
+ *		must differ from every other pending wait of the handle.
+ * @flags:	In: must be zero.
+ * @pad:	Must be zero.
+ *
+ * Returns at once: SYNCMEM_WAIT_NOT_EQUAL or SYNCMEM_WAIT_TIMED_OUT (nothing
+ * queued, no completion), or SYNCMEM_WAIT_QUEUED: the waiter is in the word's
+ * FIFO queue, with the synchronous waiters, before the ioctl returns, and
+ * exactly one struct syncmem_completion for it will be queued on the handle.
+ */
+struct syncmem_wait_async {
+	__s32 region_fd;
+	__u32 size;
+	__u64 offset;
+	__u64 expected;
+	__u64 deadline_ns;
+	__u64 user_data;
+	__u32 flags;
+	__u32 pad;
+};
+
+/**
+ * struct syncmem_completion - one finished async wait, read() from the handle
+ * @user_data:	The wait's user_data.
+ * @result:	SYNCMEM_WAIT_WOKEN, SYNCMEM_WAIT_HANDED_OFF,
+ *		SYNCMEM_WAIT_TIMED_OUT, or -ECANCELED after a CANCEL.
+ * @pad:	Zero.
+ */
+struct syncmem_completion {
+	__u64 user_data;
+	__s32 result;
+	__u32 pad;
+};
+
+/* Bits of struct syncmem_cancel.flags. */
+#define SYNCMEM_CANCEL_ALL		(1U << 0)  /* every pending wait of the handle */
+
+/**
+ * struct syncmem_cancel - cancel a pending async wait (handle ioctl)
+ * @user_data:	In: the wait to cancel (ignored with SYNCMEM_CANCEL_ALL).
+ * @flags:	In: 0 or SYNCMEM_CANCEL_ALL.
+ * @pad:	Must be zero.
+ *
+ * Returns 0 if the wait was still queued: it leaves the queue and completes
+ * with -ECANCELED. -ENOENT if it had already completed or never existed.
+ * With SYNCMEM_CANCEL_ALL: cancels every wait still queued and returns how
+ * many; once it returns, every pending wait of the handle has its completion
+ * queued or about to be.
+ */
+struct syncmem_cancel {
+	__u64 user_data;
+	__u32 flags;
+	__u32 pad;
+};
+
 #define SYNCMEM_IOC_MAGIC		0xD5
 
 /* On the /dev/syncmem handle. */
@@ -213,6 +293,9 @@ struct syncmem_handoff {
 #define SYNCMEM_IOC_REGION_OPEN		_IOWR(SYNCMEM_IOC_MAGIC, 0x01, struct syncmem_region_open)
 #define SYNCMEM_IOC_REGION_UNLINK	_IOW(SYNCMEM_IOC_MAGIC, 0x02, struct syncmem_region_unlink)
 #define SYNCMEM_IOC_STATS		_IOR(SYNCMEM_IOC_MAGIC, 0x03, struct syncmem_stats)
+#define SYNCMEM_IOC_SET_EVENTFD		_IOW(SYNCMEM_IOC_MAGIC, 0x04, struct syncmem_eventfd)
+#define SYNCMEM_IOC_WAIT_ASYNC		_IOW(SYNCMEM_IOC_MAGIC, 0x05, struct syncmem_wait_async)
+#define SYNCMEM_IOC_CANCEL		_IOW(SYNCMEM_IOC_MAGIC, 0x06, struct syncmem_cancel)
 
 /* On a region fd. */
 #define SYNCMEM_IOC_REGION_INFO		_IOR(SYNCMEM_IOC_MAGIC, 0x10, struct syncmem_region_info)

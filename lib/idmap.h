@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A map from non-zero 64-bit ids to callbacks: open addressing with linear
+ * probing and backward-shift deletion, kept at most half full.
+ */
+#ifndef SYNCMEM_IDMAP_H
+#define SYNCMEM_IDMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct idmap_entry {
+	uint64_t id;		/* 0: empty */
+	void (*cb)(void *arg, int result);
+	void *arg;
+};
+
+struct idmap {
+	struct idmap_entry *slots;
+	size_t cap;		/* a power of two, or 0 */
+	size_t count;
+};
+
+/* Make room for one more entry; -ENOMEM if that fails. */
+int idmap_reserve(struct idmap *m);
+/* Insert @e (its id not present); needs a successful idmap_reserve(). */
+void idmap_insert(struct idmap *m, const struct idmap_entry *e);
+/* Remove @id, copying it to @out; false if absent. */
+bool idmap_remove(struct idmap *m, uint64_t id, struct idmap_entry *out);
+bool idmap_contains(const struct idmap *m, uint64_t id);
+/* Remove any one entry into @out; false when empty. */
+bool idmap_pop(struct idmap *m, struct idmap_entry *out);
+void idmap_free(struct idmap *m);
+
+#endif /* SYNCMEM_IDMAP_H */

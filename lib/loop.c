@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The event loop: async waits (Atomics.waitAsync) completed through the
+ * kernel handle's eventfd, waited for with io_uring, delivered as callbacks.
+ *
+ * The loop owns one /dev/syncmem handle and one eventfd registered on it. The
+ * kernel queues a completion record on the handle and adds 1 to the eventfd
+ * for each finished wait. The loop keeps one io_uring read armed on the
+ * eventfd; when it completes, the loop drains the records with read() and
+ * runs their callbacks. Callbacks run only from syncmem_loop_run*() and
+ * syncmem_loop_free(), never from the call that queued the wait.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/syncmem.h>
+
+#include "idmap.h"
+#include "internal.h"
+
+/* user_data of the eventfd read in the ring (wait ids never reach the ring). */
+#define LOOP_EVENTFD_READ 1
+
+#define LOOP_BATCH 64
+
+struct syncmem_loop {
+	struct io_uring ring;
+	int handle;		/* /dev/syncmem, O_NONBLOCK */
+	int efd;		/* the kernel signals it; io_uring reads it */
+	uint64_t efd_value;	/* target of the armed read */
+	bool read_armed;
+	uint64_t last_id;
+	struct idmap pending;	/* wait id -> callback */
+};
+
+int syncmem_loop_new(struct syncmem_loop **out)
+{
+	struct syncmem_eventfd reg = { 0 };
+	struct syncmem_loop *loop;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	loop = calloc(1, sizeof(*loop));
+	if (!loop)
+		return -ENOMEM;
+	loop->handle = loop->efd = -1;
+	err = io_uring_queue_init(8, &loop->ring, 0);
+	if (err < 0) {
+		free(loop);
+		return err;
+	}
+	err = syncmem__device_open();
+	if (err < 0)
+		goto fail;
+	loop->handle = err;
+	if (fcntl(loop->handle, F_SETFL, O_NONBLOCK)) {
+		err = -errno;
+		goto fail;
+	}
+	/* Blocking on purpose: io_uring then waits for it to become readable. */
+	loop->efd = eventfd(0, EFD_CLOEXEC);
+	if (loop->efd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	reg.fd = loop->efd;
+	err = syncmem__ioctl(loop->handle, SYNCMEM_IOC_SET_EVENTFD, &reg);
+	if (err)
+		goto fail;
+	*out = loop;
+	return 0;
+
+fail:
+	if (loop->efd >= 0)
+		close(loop->efd);
+	if (loop->handle >= 0)
+		close(loop->handle);
+	io_uring_queue_exit(&loop->ring);
+	free(loop);
+	return err;
+}
+
+static int arm_read(struct syncmem_loop *loop)
+{
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	if (loop->read_armed)
+		return 0;
+	sqe = io_uring_get_sqe(&loop->ring);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_read(sqe, loop->efd, &loop->efd_value,
+			   sizeof(loop->efd_value), 0);
+	io_uring_sqe_set_data64(sqe, LOOP_EVENTFD_READ);
+	ret = io_uring_submit(&loop->ring);
+	if (ret < 0)
+		return ret;
+	loop->read_armed = true;
+	return 0;
+}
+
+static void reap_cqe(struct syncmem_loop *loop, struct io_uring_cqe *cqe)
+{
+	if (io_uring_cqe_get_data64(cqe) == LOOP_EVENTFD_READ)
+		loop->read_armed = false;
+	io_uring_cqe_seen(&loop->ring, cqe);
+}
+
+/* Reap whatever the ring has, without waiting. */
+static void reap_ready(struct syncmem_loop *loop)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&loop->ring, &cqe) == 0)
+		reap_cqe(loop, cqe);
+}
+
+static int user_result(int result)
+{
+	switch (result) {
+	case SYNCMEM_WAIT_WOKEN:
+	case SYNCMEM_WAIT_HANDED_OFF:
+		return SYNCMEM_OK;
+	case SYNCMEM_WAIT_TIMED_OUT:
+		return SYNCMEM_TIMED_OUT;
+	default:
+		return result;	/* -ECANCELED */
+	}
+}
+
+/* Read the handle's completion records and run their callbacks. */
+static int dispatch(struct syncmem_loop *loop)
+{
+	struct syncmem_completion recs[LOOP_BATCH];
+	int ran = 0;
+
+	for (;;) {
+		ssize_t n = read(loop->handle, recs, sizeof(recs));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return (errno == EAGAIN || ran) ? ran : -errno;
+		}
+		for (size_t i = 0; i < (size_t)n / sizeof(recs[0]); i++) {
+			struct idmap_entry e;
+
+			if (!idmap_remove(&loop->pending, recs[i].user_data, &e))
+				continue;	/* not ours: cannot happen */
+			e.cb(e.arg, user_result(recs[i].result));
+			ran++;
+		}
+		if ((size_t)n < sizeof(recs))
+			return ran;
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
+{
+	uint64_t deadline = 0;
+	int ran, err;
+
+	if (!loop)
+		return -EINVAL;
+	ran = dispatch(loop);
+	if (ran || !timeout_ns || !loop->pending.count) {
+		reap_ready(loop);
+		return ran;
+	}
+	if (timeout_ns > 0)
+		deadline = now_ns() + (uint64_t)timeout_ns;
+
+	for (;;) {
+		struct __kernel_timespec ts, *tsp = NULL;
+		struct io_uring_cqe *cqe;
+
+		err = arm_read(loop);
+		if (err)
+			return err;
+		if (timeout_ns > 0) {
+			uint64_t now = now_ns();
+			uint64_t left = now < deadline ? deadline - now : 0;
+
+			ts.tv_sec = (long long)(left / 1000000000u);
+			ts.tv_nsec = (long long)(left % 1000000000u);
+			tsp = &ts;
+		}
+		err = io_uring_wait_cqe_timeout(&loop->ring, &cqe, tsp);
+		if (!err)
+			reap_cqe(loop, cqe);
+		else if (err != -ETIME && err != -EINTR)
+			return err;
+		reap_ready(loop);
+		ran = dispatch(loop);
+		if (ran || err == -ETIME)
+			return ran;
+		if (timeout_ns > 0 && now_ns() >= deadline)
+			return 0;
+	}
+}
+
+int syncmem_loop_run(struct syncmem_loop *loop)
+{
+	if (!loop)
+		return -EINVAL;
+	while (loop->pending.count) {
+		int ret = syncmem_loop_run_once(loop, SYNCMEM_FOREVER);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int syncmem_loop_fd(struct syncmem_loop *loop)
+{
+	/* The handle is readable exactly when completion records wait. */
+	return loop ? loop->handle : -EINVAL;
+}
+
+size_t syncmem_loop_pending(const struct syncmem_loop *loop)
+{
+	return loop ? loop->pending.count : 0;
+}
+
+static int wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+		      const void *addr, uint32_t width, uint64_t expected,
+		      int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+		      uint64_t *id_out)
+{
+	struct syncmem_wait_async w = {
+		.size = width,
+		.expected = expected,
+		.deadline_ns = syncmem__deadline(timeout_ns),
+	};
+	struct idmap_entry e;
+	int ret;
+
+	if (!loop || !cb)
+		return -EINVAL;
+	ret = syncmem__word_offset(r, addr, width, &w.offset);
+	if (ret)
+		return ret;
+	/* Room first: once the kernel has queued the wait it must be tracked. */
+	ret = idmap_reserve(&loop->pending);
+	if (ret)
+		return ret;
+	w.region_fd = r->fd;
+	w.user_data = ++loop->last_id;
+	ret = syncmem__ioctl(loop->handle, SYNCMEM_IOC_WAIT_ASYNC, &w);
+	if (ret != SYNCMEM_WAIT_QUEUED)
+		return ret;	/* NOT_EQUAL, TIMED_OUT or -errno: no callback */
+	e = (struct idmap_entry){ .id = w.user_data, .cb = cb, .arg = arg };
+	idmap_insert(&loop->pending, &e);
+	if (id_out)
+		*id_out = w.user_data;
+	return SYNCMEM_PENDING;
+}
+
+int syncmem_wait_async32(struct syncmem_loop *loop, struct syncmem_region *r,
+			 const uint32_t *addr, uint32_t expected,
+			 int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			 uint64_t *id_out)
+{
+	return wait_async(loop, r, addr, 4, expected, timeout_ns, cb, arg, id_out);
+}
+
+int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
+			 const uint64_t *addr, uint64_t expected,
+			 int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			 uint64_t *id_out)
+{
+	return wait_async(loop, r, addr, 8, expected, timeout_ns, cb, arg, id_out);
+}
+
+int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id)
+{
+	struct syncmem_cancel c = { .user_data = id };
+
+	if (!loop)
+		return -EINVAL;
+	if (!idmap_contains(&loop->pending, id))
+		return -ENOENT;
+	/* On success the -ECANCELED record arrives like any other. */
+	return syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &c);
+}
+
+void syncmem_loop_free(struct syncmem_loop *loop)
+{
+	struct syncmem_cancel all = { .flags = SYNCMEM_CANCEL_ALL };
+	struct idmap_entry e;
+	int idle = 0;
+
+	if (!loop)
+		return;
+	/*
+	 * Cancel what is still queued, then collect every record: waits that
+	 * completed first report their real result (a hand-off must not be
+	 * lost), the rest -ECANCELED.
+	 */
+	syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &all);
+	while (loop->pending.count && idle < 10) {
+		struct pollfd p = { .fd = loop->handle, .events = POLLIN };
+
+		if (dispatch(loop) > 0)
+			continue;
+		/* A completion in flight on another CPU lands within moments. */
+		if (poll(&p, 1, 1000) == 0)
+			idle++;
+	}
+	while (idmap_pop(&loop->pending, &e))
+		e.cb(e.arg, -ECANCELED);
+	close(loop->handle);
+	close(loop->efd);
+	io_uring_queue_exit(&loop->ring);
+	idmap_free(&loop->pending);
+	free(loop);
+}
