@@ -280,6 +280,7 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		goto out_unreserve;
 	}
 	atomic64_inc(&syncmem_nr_async);
+	a->w.async = true;
 	refcount_set(&a->ref, 1);
 	a->user_data = arg.user_data;
 	a->region = r;

@@ -28,14 +28,14 @@ enum syncmem_waiter_state {
 };
 
 /*
- * A waiter in a word's queue: a blocked WAIT (on the task's stack, @task
- * set) or part of an async wait (@task NULL, see async.c).
+ * A waiter in a word's queue: part of a blocked WAIT (wait.c) or of an async
+ * wait (async.c), which @async tells apart.
  */
 struct syncmem_waiter {
 	struct list_head node;		/* in q->waiters while queued */
 	struct syncmem_queue *q;	/* holds a reference once queued */
-	struct task_struct *task;
 	int state;	/* enum syncmem_waiter_state; changed under q->lock */
+	bool async;
 };
 
 /*

@@ -36,6 +36,12 @@
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
 
+/* A blocked WAIT; lives on the waiting task's stack. */
+struct syncmem_sync_waiter {
+	struct syncmem_waiter w;
+	struct task_struct *task;
+};
+
 struct syncmem_queue {
 	struct rhash_head hnode;
 	u64 offset;			/* the key */
@@ -222,14 +228,15 @@ static void syncmem_waiter_wake(struct syncmem_region *r,
 				struct syncmem_waiter *w, int state,
 				struct list_head *done)
 {
-	struct task_struct *task = w->task;
+	struct task_struct *task;
 
 	syncmem_waiter_unlink(r, w);
-	if (!task) {
+	if (w->async) {
 		w->state = state;
 		list_add_tail(&w->node, done);
 		return;
 	}
+	task = container_of(w, struct syncmem_sync_waiter, w)->task;
 	get_task_struct(task);
 	/*
 	 * The last access to *w: once the sleeper sees the new state it
@@ -423,7 +430,7 @@ static long syncmem_wait_locked(struct syncmem_region *r,
  * syncmem_wait_enqueue - compare the word and queue @w, atomically
  * @r:		The region (a reference is held by the caller).
  * @arg:	The wait, validated.
- * @w:		The waiter: @w->task set for a blocked WAIT, NULL for async.
+ * @w:		The waiter, its @async set.
  * @queued:	Called under the queue lock once @w is queued (may be NULL).
  *
  * Returns SYNCMEM_WAIT_NOT_EQUAL, SYNCMEM_WAIT_TIMED_OUT (deadline already
@@ -442,13 +449,13 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 
 static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *arg)
 {
-	struct syncmem_waiter w = { .task = current };
+	struct syncmem_sync_waiter sw = { .task = current };
 	long ret;
 
-	ret = syncmem_wait_enqueue(r, arg, &w, NULL);
+	ret = syncmem_wait_enqueue(r, arg, &sw.w, NULL);
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		return ret;
-	return syncmem_waiter_sleep(r, &w, arg->deadline_ns);
+	return syncmem_waiter_sleep(r, &sw.w, arg->deadline_ns);
 }
 
 struct syncmem_notify_ctx {

@@ -85,8 +85,9 @@ TEST_F(regions, create_open_share_and_zeroed)
 	pb = map(b, 3 * PG, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, pa);
 	ASSERT_NE(MAP_FAILED, pb);
-	for (i = 0; i < 3 * PG; i++)
+	for (i = 0; i < 3 * PG; i++) {
 		ASSERT_EQ(0, pa[i]);
+	}
 	pa[5] = 42;
 	pb[2 * PG + 7] = 43;
 	EXPECT_EQ(42, pb[5]);

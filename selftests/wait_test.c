@@ -384,8 +384,9 @@ TEST_F_TIMEOUT(wait, ten_thousand_waiters_one_notify_all, 600)
 	ASSERT_NE(NULL, threads);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	for (i = 0; i < N; i++)
+	for (i = 0; i < N; i++) {
 		ASSERT_EQ(0, pthread_create(&threads[i], &attr, plain_waiter, &arg));
+	}
 	ASSERT_TRUE(await_waiters(self->fd, N));
 	dev = dev_open();
 	st = get_stats(dev);

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Async waits (Atomics.waitAsync): the kernel completion path through the
+ * handle and its eventfd, and the io_uring event loop of the library.
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "kselftest_harness.h"
+#include "syncmem_test.h"
+#include "syncmem.h"
+
+#define REGION_SIZE (1024 * 1024)
+
+struct shared {
+	uint32_t word;
+	uint32_t word2;
+	_Atomic uint32_t seq;
+	_Atomic uint32_t ready;
+	uint32_t order[16];
+	uint32_t words[];		/* the rest of the region */
+};
+
+FIXTURE(async) {
+	struct syncmem_region *r;
+	struct shared *sh;
+	struct syncmem_loop *loop;
+};
+
+FIXTURE_SETUP(async)
+{
+	ASSERT_EQ(0, syncmem_open(NULL, REGION_SIZE, 0, 0, &self->r));
+	self->sh = syncmem_base(self->r);
+	ASSERT_EQ(0, syncmem_loop_new(&self->loop));
+}
+
+FIXTURE_TEARDOWN(async)
+{
+	syncmem_loop_free(self->loop);
+	syncmem_close(self->r);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static uint64_t region_waiters(struct syncmem_region *r)
+{
+	struct syncmem_region_info info;
+
+	if (ioctl(syncmem_region_fd(r), SYNCMEM_IOC_REGION_INFO, &info))
+		return ~0ULL;
+	return info.waiters;
+}
+
+static int await_waiters(struct syncmem_region *r, uint64_t n)
+{
+	for (int i = 0; i < 20000; i++) {
+		if (region_waiters(r) == n)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* Counts callbacks per slot and remembers the last result. */
+struct cb_slot {
+	int calls;
+	int result;
+	int64_t at;
+};
+
+static void record_cb(void *arg, int result)
+{
+	struct cb_slot *s = arg;
+
+	s->calls++;
+	s->result = result;
+	s->at = now_ns();
+}
+
+static int fd_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+TEST_F(async, immediate_results_never_queue_or_call_back)
+{
+	struct cb_slot s = { 0 };
+
+	self->sh->word = 7;
+	EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait_async32(self->loop, self->r, &self->sh->word,
+							  6, SYNCMEM_FOREVER, record_cb, &s, NULL));
+	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_wait_async32(self->loop, self->r, &self->sh->word,
+							  7, 0, record_cb, &s, NULL));
+	EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait_async64(self->loop, self->r,
+							  (uint64_t *)&self->sh->word, 0, 0,
+							  record_cb, &s, NULL));
+	EXPECT_EQ(0, syncmem_loop_pending(self->loop));
+	EXPECT_EQ(0, region_waiters(self->r));
+	EXPECT_FALSE(fd_readable(syncmem_loop_fd(self->loop)));
+	EXPECT_EQ(0, syncmem_loop_run_once(self->loop, 50000000));
+	EXPECT_EQ(0, syncmem_loop_run(self->loop));
+	EXPECT_EQ(0, s.calls);
+}
+
+TEST_F(async, notify_right_after_queueing_counts_it)
+{
+	struct cb_slot s = { 0 };
+	uint64_t id = 0;
+
+	EXPECT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word,
+							0, SYNCMEM_FOREVER, record_cb, &s, &id));
+	EXPECT_NE(0, id);
+	EXPECT_EQ(1, syncmem_loop_pending(self->loop));
+	EXPECT_EQ(0, s.calls);	/* never inside the call that queued it */
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+	EXPECT_EQ(0, s.calls);	/* nor inside notify */
+	EXPECT_EQ(1, syncmem_loop_run_once(self->loop, SYNCMEM_FOREVER));
+	EXPECT_EQ(1, s.calls);
+	EXPECT_EQ(SYNCMEM_OK, s.result);
+	EXPECT_EQ(0, syncmem_loop_pending(self->loop));
+	EXPECT_EQ(0, syncmem_loop_run_once(self->loop, 20000000));
+	EXPECT_EQ(1, s.calls);
+}
+
+/* Process helpers for the FIFO test: each records its id when woken. */
+static void record_order(struct shared *sh, uint32_t id)
+{
+	sh->order[atomic_fetch_add(&sh->seq, 1)] = id;
+}
+
+struct order_arg {
+	struct shared *sh;
+	uint32_t id;
+	int result;
+};
+
+static void order_cb(void *p, int result)
+{
+	struct order_arg *a = p;
+
+	a->result = result;
+	record_order(a->sh, a->id);
+}
+
+static int async_waiter_process(struct syncmem_region *r, struct shared *sh, uint32_t id)
+{
+	struct syncmem_loop *loop;
+	struct order_arg a = { sh, id, -1 };
+
+	if (syncmem_loop_new(&loop))
+		return 10;
+	if (syncmem_wait_async32(loop, r, &sh->word, 0, SYNCMEM_FOREVER, order_cb, &a,
+				 NULL) != SYNCMEM_PENDING)
+		return 11;
+	atomic_fetch_add(&sh->ready, 1);
+	if (syncmem_loop_run(loop))
+		return 12;
+	syncmem_loop_free(loop);
+	return a.result == SYNCMEM_OK ? 0 : 13;
+}
+
+static int sync_waiter_process(struct syncmem_region *r, struct shared *sh, uint32_t id)
+{
+	int ret;
+
+	atomic_fetch_add(&sh->ready, 1);
+	ret = syncmem_wait32(r, &sh->word, 0, SYNCMEM_FOREVER);
+	record_order(sh, id);
+	return ret == SYNCMEM_OK ? 0 : 20;
+}
+
+TEST_F(async, fifo_across_async_and_sync_waiters)
+{
+	pid_t pids[3];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(i == 1 ? sync_waiter_process(self->r, self->sh, i)
+				     : async_waiter_process(self->r, self->sh, i));
+		ASSERT_TRUE(await_waiters(self->r, i + 1));
+	}
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+		for (int t = 0; t < 10000 && atomic_load(&self->sh->seq) != (uint32_t)i + 1; t++)
+			usleep(1000);
+		ASSERT_EQ(i + 1, atomic_load(&self->sh->seq));
+	}
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(i, self->sh->order[i]);
+		EXPECT_EQ(0, wait_exit(pids[i]));
+	}
+}
+
+TEST_F(async, notify_all_wakes_each_async_wait_once)
+{
+	enum { N = 10 };
+	struct cb_slot s[N] = { 0 };
+	int i;
+
+	for (i = 0; i < N; i++) {
+		ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r,
+								&self->sh->word, 0, SYNCMEM_FOREVER,
+								record_cb, &s[i], NULL));
+	}
+	EXPECT_EQ(N, syncmem_loop_pending(self->loop));
+	EXPECT_EQ(N, region_waiters(self->r));
+	EXPECT_EQ(N, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+	EXPECT_EQ(0, syncmem_loop_run(self->loop));
+	for (i = 0; i < N; i++) {
+		EXPECT_EQ(1, s[i].calls);
+		EXPECT_EQ(SYNCMEM_OK, s[i].result);
+	}
+	EXPECT_EQ(0, syncmem_loop_pending(self->loop));
+}
+
+TEST_F(async, timeouts_and_notified_before_the_deadline)
+{
+	struct cb_slot late = { 0 }, early = { 0 };
+	int64_t t0 = now_ns();
+
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+							50000000, record_cb, &late, NULL));
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word2, 0,
+							300000000, record_cb, &early, NULL));
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word2, 1));
+	EXPECT_EQ(0, syncmem_loop_run(self->loop));
+	EXPECT_EQ(1, late.calls);
+	EXPECT_EQ(SYNCMEM_TIMED_OUT, late.result);
+	EXPECT_LE(50000000, late.at - t0);
+	EXPECT_EQ(1, early.calls);
+	EXPECT_EQ(SYNCMEM_OK, early.result);
+	/* Its deadline passes later without a second callback. */
+	usleep(350000);
+	EXPECT_EQ(0, syncmem_loop_run_once(self->loop, 0));
+	EXPECT_EQ(1, early.calls);
+	EXPECT_EQ(0, region_waiters(self->r));
+}
+
+TEST_F(async, cancel_before_and_after_completion)
+{
+	struct cb_slot a = { 0 }, b = { 0 }, c = { 0 };
+	uint64_t ida, idb, idc;
+
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+							SYNCMEM_FOREVER, record_cb, &a, &ida));
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+							SYNCMEM_FOREVER, record_cb, &b, &idb));
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+							1000000000, record_cb, &c, &idc));
+	/* Cancel while queued: the callback reports -ECANCELED, once. */
+	EXPECT_EQ(0, syncmem_wait_cancel(self->loop, ida));
+	EXPECT_EQ(0, a.calls);
+	EXPECT_EQ(2, region_waiters(self->r));
+	/* Completed in the kernel but not yet delivered: too late to cancel. */
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+	EXPECT_EQ(-ENOENT, syncmem_wait_cancel(self->loop, idb));
+	/* A timed wait cancels too (its timer is stopped). */
+	EXPECT_EQ(0, syncmem_wait_cancel(self->loop, idc));
+	EXPECT_EQ(0, syncmem_loop_run(self->loop));
+	EXPECT_EQ(1, a.calls);
+	EXPECT_EQ(-ECANCELED, a.result);
+	EXPECT_EQ(1, b.calls);
+	EXPECT_EQ(SYNCMEM_OK, b.result);
+	EXPECT_EQ(1, c.calls);
+	EXPECT_EQ(-ECANCELED, c.result);
+	/* After completion, or never existing: -ENOENT. */
+	EXPECT_EQ(-ENOENT, syncmem_wait_cancel(self->loop, ida));
+	EXPECT_EQ(-ENOENT, syncmem_wait_cancel(self->loop, idb));
+	EXPECT_EQ(-ENOENT, syncmem_wait_cancel(self->loop, 987654321));
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+}
+
+TEST_F(async, loop_free_runs_pending_callbacks)
+{
+	struct syncmem_loop *loop;
+	struct cb_slot s[5] = { 0 }, done = { 0 };
+	int i;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(loop, self->r, &self->sh->word, 0,
+								i % 2 ? 5000000000LL : SYNCMEM_FOREVER,
+								record_cb, &s[i], NULL));
+	}
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(loop, self->r, &self->sh->word2, 0,
+							SYNCMEM_FOREVER, record_cb, &done, NULL));
+	/* This one completes before the free: its real result must survive. */
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word2, 1));
+	syncmem_loop_free(loop);
+	for (i = 0; i < 5; i++) {
+		EXPECT_EQ(1, s[i].calls);
+		EXPECT_EQ(-ECANCELED, s[i].result);
+	}
+	EXPECT_EQ(1, done.calls);
+	EXPECT_EQ(SYNCMEM_OK, done.result);
+	EXPECT_EQ(0, region_waiters(self->r));
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+}
+
+static void noop_cb(void *arg, int result)
+{
+	(void)arg;
+	(void)result;
+}
+
+TEST_F(async, sigkill_with_a_thousand_pending_waits)
+{
+	int dev = dev_open();
+	uint64_t base = get_stats(dev).async_waits;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct syncmem_loop *loop;
+
+		if (syncmem_loop_new(&loop))
+			_exit(1);
+		for (int i = 0; i < 1000; i++)
+			if (syncmem_wait_async32(loop, self->r, &self->sh->word, 0,
+						 i % 2 ? 60000000000LL : SYNCMEM_FOREVER,
+						 noop_cb, NULL, NULL) != SYNCMEM_PENDING)
+				_exit(2);
+		pause();
+		_exit(3);
+	}
+	ASSERT_TRUE(await_waiters(self->r, 1000));
+	EXPECT_EQ(base + 1000, get_stats(dev).async_waits);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pid));
+	/* Every one left the queue with the process: later notifies count nobody. */
+	EXPECT_EQ(0, region_waiters(self->r));
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+	EXPECT_EQ(base, get_stats(dev).async_waits);
+	close(dev);
+}
+
+static long long meminfo_kb(const char *key)
+{
+	char line[256];
+	long long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atoll(line + strlen(key));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* 100,000 async waits on distinct addresses of one handle. */
+TEST_F_TIMEOUT(async, hundred_thousand_pending_waits, 600)
+{
+	enum { N = 100000 };
+	long long before, after, per_waiter;
+	uint32_t *words = self->sh->words;
+	int i;
+
+	ASSERT_LE(sizeof(struct shared) + N * sizeof(uint32_t), REGION_SIZE);
+	/* Kernel memory: slab objects plus vmalloc'ed hash tables. */
+	before = meminfo_kb("Slab:") + meminfo_kb("VmallocUsed:");
+	for (i = 0; i < N; i++) {
+		ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &words[i], 0,
+								SYNCMEM_FOREVER, noop_cb, NULL,
+								NULL));
+	}
+	/* Let RCU free the hash tables that growing replaced. */
+	usleep(500000);
+	after = meminfo_kb("Slab:") + meminfo_kb("VmallocUsed:");
+	EXPECT_EQ(N, syncmem_loop_pending(self->loop));
+	EXPECT_EQ(N, region_waiters(self->r));
+	per_waiter = (after - before) * 1024 / N;
+	TH_LOG("kernel memory per pending async waiter: about %lld bytes", per_waiter);
+	/* The target holds for production kernels; KASAN's redzones inflate it. */
+	if (getenv("SYNCMEM_KERNEL") && !strcmp(getenv("SYNCMEM_KERNEL"), "debug")) {
+		EXPECT_GE(2048, per_waiter);
+	} else {
+		EXPECT_GE(256, per_waiter);
+	}
+	/* Wake every tenth, then the loop frees the rest with -ECANCELED. */
+	for (i = 0; i < N; i += 10) {
+		ASSERT_EQ(1, syncmem_notify(self->r, &words[i], 1));
+	}
+	while (syncmem_loop_pending(self->loop) > N - N / 10) {
+		ASSERT_LE(0, syncmem_loop_run_once(self->loop, 1000000000));
+	}
+	EXPECT_EQ(N - N / 10, region_waiters(self->r));
+}
+
+TEST_F(async, loop_fd_in_an_epoll_loop)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	struct cb_slot s = { 0 };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, syncmem_loop_fd(self->loop), &ev));
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+							SYNCMEM_FOREVER, record_cb, &s, NULL));
+	EXPECT_EQ(0, epoll_wait(ep, &out, 1, 0));
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+	EXPECT_EQ(1, epoll_wait(ep, &out, 1, 5000));
+	EXPECT_EQ(0, s.calls);
+	EXPECT_EQ(1, syncmem_loop_run_once(self->loop, 0));
+	EXPECT_EQ(1, s.calls);
+	EXPECT_EQ(0, epoll_wait(ep, &out, 1, 0));
+	EXPECT_FALSE(fd_readable(syncmem_loop_fd(self->loop)));
+	close(ep);
+}
+
+TEST_F(async, per_handle_cap)
+{
+	unsigned long long cap = get_param("max_async_waits");
+	struct cb_slot s[4] = { 0 };
+	int i;
+
+	ASSERT_EQ(0, set_param("max_async_waits", 3));
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r,
+								&self->sh->word, 0, SYNCMEM_FOREVER,
+								record_cb, &s[i], NULL));
+	}
+	EXPECT_EQ(-EAGAIN, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+						SYNCMEM_FOREVER, record_cb, &s[3], NULL));
+	/* A completed but unread record still holds its slot. */
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+	EXPECT_EQ(-EAGAIN, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+						SYNCMEM_FOREVER, record_cb, &s[3], NULL));
+	EXPECT_EQ(1, syncmem_loop_run_once(self->loop, SYNCMEM_FOREVER));
+	EXPECT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+							SYNCMEM_FOREVER, record_cb, &s[3], NULL));
+	ASSERT_EQ(0, set_param("max_async_waits", cap));
+	EXPECT_EQ(3, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+	EXPECT_EQ(0, syncmem_loop_run(self->loop));
+}
+
+TEST_F(async, region_closed_while_waits_pend)
+{
+	struct syncmem_region *r2, *other;
+	struct cb_slot s = { 0 }, t = { 0 };
+	char name[64];
+	uint32_t *w;
+
+	snprintf(name, sizeof(name), "async-closed-%d", getpid());
+	ASSERT_EQ(0, syncmem_open(name, 4096, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &r2));
+	ASSERT_EQ(0, syncmem_open(name, 0, 0, 0, &other));
+	syncmem_unlink(name);
+	w = syncmem_base(r2);
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, r2, w, 0, SYNCMEM_FOREVER,
+							record_cb, &s, NULL));
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, r2, w + 1, 0, 30000000,
+							record_cb, &t, NULL));
+	syncmem_close(r2);	/* the waits keep the region alive */
+	EXPECT_EQ(1, syncmem_notify(other, syncmem_base(other), 1));
+	EXPECT_EQ(0, syncmem_loop_run(self->loop));
+	EXPECT_EQ(SYNCMEM_OK, s.result);
+	EXPECT_EQ(SYNCMEM_TIMED_OUT, t.result);
+	syncmem_close(other);
+}
+
+TEST_F(async, handoff_reaches_an_async_waiter)
+{
+	struct syncmem_wait_async w = {
+		.region_fd = syncmem_region_fd(self->r), .size = 4,
+		.deadline_ns = SYNCMEM_NO_DEADLINE, .user_data = 42,
+	};
+	struct syncmem_completion rec;
+	int h = dev_open();
+
+	ASSERT_LE(0, h);
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_ioctl(h, SYNCMEM_IOC_WAIT_ASYNC, &w));
+	EXPECT_EQ(1, syncmem_handoff32(self->r, &self->sh->word, 5));
+	EXPECT_EQ(0, self->sh->word);
+	ASSERT_EQ((ssize_t)sizeof(rec), read(h, &rec, sizeof(rec)));
+	EXPECT_EQ(42, rec.user_data);
+	EXPECT_EQ(SYNCMEM_WAIT_HANDED_OFF, rec.result);
+	close(h);
+}
+
+TEST_F(async, raw_interface_and_bad_arguments)
+{
+	struct syncmem_wait_async w;
+	struct syncmem_eventfd e;
+	struct syncmem_cancel c;
+	struct syncmem_completion recs[4];
+	void *volatile bad_buffer = (void *)8;
+	uint32_t outside = 0;
+	uint64_t count;
+	int h = dev_open(), efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), p[2];
+	int rfd = syncmem_region_fd(self->r);
+
+	ASSERT_LE(0, h);
+	ASSERT_LE(0, efd);
+	ASSERT_EQ(0, pipe(p));
+	fcntl(h, F_SETFL, O_NONBLOCK);
+
+/* WAITA() overrides the defaults it starts from: that is the point. */
+#pragma GCC diagnostic ignored "-Woverride-init"
+#define WAITA(...) (w = (struct syncmem_wait_async){ .region_fd = rfd, .size = 4, \
+		   .deadline_ns = SYNCMEM_NO_DEADLINE, __VA_ARGS__ }, \
+		   raw_ioctl(h, SYNCMEM_IOC_WAIT_ASYNC, &w))
+	EXPECT_EQ(-EBADF, WAITA(.region_fd = -1));
+	EXPECT_EQ(-EBADF, WAITA(.region_fd = 9999));
+	EXPECT_EQ(-EINVAL, WAITA(.region_fd = p[0]));
+	EXPECT_EQ(-EINVAL, WAITA(.region_fd = h));
+	EXPECT_EQ(-EINVAL, WAITA(.flags = 1));
+	EXPECT_EQ(-EINVAL, WAITA(.pad = 1));
+	EXPECT_EQ(-EINVAL, WAITA(.size = 2));
+	EXPECT_EQ(-EINVAL, WAITA(.offset = 2));
+	EXPECT_EQ(-EINVAL, WAITA(.offset = REGION_SIZE));
+	EXPECT_EQ(-EINVAL, WAITA(.expected = 1ULL << 32));
+	EXPECT_EQ(-EFAULT, raw_ioctl(h, SYNCMEM_IOC_WAIT_ASYNC, NULL));
+	EXPECT_EQ(SYNCMEM_WAIT_NOT_EQUAL, WAITA(.expected = 1));
+	EXPECT_EQ(SYNCMEM_WAIT_TIMED_OUT, WAITA(.deadline_ns = 0));
+	EXPECT_EQ(SYNCMEM_WAIT_QUEUED, WAITA(.user_data = 7));
+	EXPECT_EQ(-EEXIST, WAITA(.user_data = 7));
+	EXPECT_EQ(1, region_waiters(self->r));
+#undef WAITA
+
+	/* Eventfd registration. */
+	e = (struct syncmem_eventfd){ .fd = 9999 };
+	EXPECT_EQ(-EBADF, raw_ioctl(h, SYNCMEM_IOC_SET_EVENTFD, &e));
+	e = (struct syncmem_eventfd){ .fd = p[0] };
+	EXPECT_EQ(-EINVAL, raw_ioctl(h, SYNCMEM_IOC_SET_EVENTFD, &e));
+	e = (struct syncmem_eventfd){ .fd = efd, .flags = 1 };
+	EXPECT_EQ(-EINVAL, raw_ioctl(h, SYNCMEM_IOC_SET_EVENTFD, &e));
+	e = (struct syncmem_eventfd){ .fd = -2 };
+	EXPECT_EQ(-EINVAL, raw_ioctl(h, SYNCMEM_IOC_SET_EVENTFD, &e));
+	e = (struct syncmem_eventfd){ .fd = efd };
+	EXPECT_EQ(0, raw_ioctl(h, SYNCMEM_IOC_SET_EVENTFD, &e));
+
+	/* Reading: nothing yet; too small a buffer. */
+	EXPECT_EQ(-1, read(h, recs, sizeof(recs)));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(-1, read(h, recs, sizeof(recs[0]) - 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_FALSE(fd_readable(h));
+
+	/* A completion: the eventfd counts it, the handle holds its record. */
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+	EXPECT_TRUE(fd_readable(h));
+	ASSERT_EQ((ssize_t)sizeof(count), read(efd, &count, sizeof(count)));
+	EXPECT_EQ(1, count);
+	/* A bad buffer: -EFAULT, and the record stays for the next read. */
+	EXPECT_EQ(-1, read(h, bad_buffer, sizeof(recs)));
+	EXPECT_EQ(EFAULT, errno);
+	ASSERT_EQ((ssize_t)sizeof(recs[0]), read(h, recs, sizeof(recs)));
+	EXPECT_EQ(7, recs[0].user_data);
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, recs[0].result);
+	EXPECT_EQ(0, recs[0].pad);
+
+	/* Cancel. */
+	c = (struct syncmem_cancel){ .user_data = 7, .flags = 2 };
+	EXPECT_EQ(-EINVAL, raw_ioctl(h, SYNCMEM_IOC_CANCEL, &c));
+	c = (struct syncmem_cancel){ .user_data = 7, .pad = 1 };
+	EXPECT_EQ(-EINVAL, raw_ioctl(h, SYNCMEM_IOC_CANCEL, &c));
+	c = (struct syncmem_cancel){ .user_data = 7 };
+	EXPECT_EQ(-ENOENT, raw_ioctl(h, SYNCMEM_IOC_CANCEL, &c));
+	c = (struct syncmem_cancel){ .flags = SYNCMEM_CANCEL_ALL };
+	EXPECT_EQ(0, raw_ioctl(h, SYNCMEM_IOC_CANCEL, &c));
+
+	/* Async waits belong to handles, not to region fds. */
+	EXPECT_EQ(-ENOTTY, raw_ioctl(rfd, SYNCMEM_IOC_WAIT_ASYNC, &w));
+
+	/* Library argument checks. */
+	EXPECT_EQ(-EINVAL, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0, 0,
+						NULL, NULL, NULL));
+	EXPECT_EQ(-EINVAL, syncmem_wait_async32(NULL, self->r, &self->sh->word, 0, 0,
+						noop_cb, NULL, NULL));
+	EXPECT_EQ(-EINVAL, syncmem_wait_async32(self->loop, self->r, &outside, 0, 0,
+						noop_cb, NULL, NULL));
+	EXPECT_EQ(-EINVAL, syncmem_wait_async64(self->loop, self->r, (uint64_t *)&self->sh->word2,
+						0, 0, noop_cb, NULL, NULL));
+	EXPECT_EQ(-EINVAL, syncmem_loop_run_once(NULL, 0));
+	EXPECT_EQ(-EINVAL, syncmem_loop_new(NULL));
+	EXPECT_EQ(-EINVAL, syncmem_wait_cancel(NULL, 1));
+	syncmem_loop_free(NULL);
+
+	close(p[0]);
+	close(p[1]);
+	close(efd);
+	close(h);
+}
+
+/* Closing a raw handle removes its queued waits before any notify counts them. */
+TEST_F(async, closing_the_handle_dequeues_its_waits)
+{
+	struct syncmem_wait_async w = {
+		.region_fd = syncmem_region_fd(self->r), .size = 4,
+		.deadline_ns = SYNCMEM_NO_DEADLINE,
+	};
+	int h = dev_open();
+
+	for (int i = 1; i <= 20; i++) {
+		w.user_data = i;
+		w.deadline_ns = i % 2 ? SYNCMEM_NO_DEADLINE : (uint64_t)now_ns() + 60000000000ULL;
+		ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_ioctl(h, SYNCMEM_IOC_WAIT_ASYNC, &w));
+	}
+	/* Some completed and unread, the rest queued. */
+	EXPECT_EQ(5, syncmem_notify(self->r, &self->sh->word, 5));
+	close(h);
+	EXPECT_EQ(0, region_waiters(self->r));
+	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+}
+
+TEST_HARNESS_MAIN
