@@ -123,7 +123,7 @@ $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h)
 	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
 
 # Benchmarks print syncmem's figure next to its baseline's, as a ratio.
-BENCHES := wake_pingpong notify_all
+BENCHES := wake_pingpong notify_all async_pingpong
 bench: all
 	$(ROOT)/tools/vm/run --kernel stock --timeout 900 -- sh -c \
 		'for b in $(BENCHES); do tools/$$b || exit 1; done'

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The syncmem demo: two processes share a named region and see each
- * other's writes. Later features extend it.
+ * The syncmem demo, one scene per feature:
+ *  1. two processes share a named region and see each other's writes,
+ *     sleeping on a word with wait/notify instead of polling;
+ *  2. a process waits asynchronously (event loop on io_uring) on a word
+ *     that another process notifies.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -20,15 +23,24 @@ struct demo_page {
 	char child_msg[64];
 };
 
-/* Poll a word until it reaches @want (the wait/notify demo replaces this). */
-static int await_stage(struct demo_page *pg, uint32_t want)
+/* Sleep until the stage word reaches @want (10 s at most). */
+static int await_stage(struct syncmem_region *r, struct demo_page *pg, uint32_t want)
 {
-	for (int i = 0; i < 10000; i++) {
-		if (atomic_load_explicit(&pg->stage, memory_order_acquire) == want)
+	for (;;) {
+		uint32_t v = atomic_load_explicit(&pg->stage, memory_order_acquire);
+
+		if (v == want)
 			return 0;
-		usleep(1000);
+		if (syncmem_wait32(r, (uint32_t *)&pg->stage, v, 10000000000LL) ==
+		    SYNCMEM_TIMED_OUT)
+			return -1;
 	}
-	return -1;
+}
+
+static void set_stage(struct syncmem_region *r, struct demo_page *pg, uint32_t v)
+{
+	atomic_store_explicit(&pg->stage, v, memory_order_release);
+	syncmem_notify(r, (uint32_t *)&pg->stage, SYNCMEM_ALL);
 }
 
 static int child(void)
@@ -43,12 +55,12 @@ static int child(void)
 		return 1;
 	}
 	pg = syncmem_base(r);
-	if (await_stage(pg, 1))
+	if (await_stage(r, pg, 1))
 		return 1;
 	printf("child  (pid %d): opened \"%s\" by name and read: \"%s\"\n",
 	       getpid(), REGION_NAME, pg->parent_msg);
 	snprintf(pg->child_msg, sizeof(pg->child_msg), "hello back from pid %d", getpid());
-	atomic_store_explicit(&pg->stage, 2, memory_order_release);
+	set_stage(r, pg, 2);
 	syncmem_close(r);
 	return 0;
 }
@@ -74,8 +86,8 @@ static int demo_shared_region(void)
 	if (pid == 0)
 		_exit(child());
 	snprintf(pg->parent_msg, sizeof(pg->parent_msg), "hello from pid %d", getpid());
-	atomic_store_explicit(&pg->stage, 1, memory_order_release);
-	err = await_stage(pg, 2);
+	set_stage(r, pg, 1);
+	err = await_stage(r, pg, 2);
 	if (!err)
 		printf("parent (pid %d): read the child's reply: \"%s\"\n", getpid(),
 		       pg->child_msg);
@@ -90,8 +102,77 @@ static int demo_shared_region(void)
 	return 0;
 }
 
+struct async_result {
+	int calls;
+	int result;
+	uint32_t value;
+	uint32_t *word;
+};
+
+static void on_woken(void *arg, int result)
+{
+	struct async_result *res = arg;
+
+	res->calls++;
+	res->result = result;
+	res->value = atomic_load((_Atomic uint32_t *)res->word);
+	printf("parent (pid %d): callback ran from the event loop: %s, word = %u\n",
+	       getpid(), syncmem_strerror(result), res->value);
+}
+
+static int demo_async_wait(void)
+{
+	struct async_result res = { 0 };
+	struct syncmem_region *r;
+	struct syncmem_loop *loop;
+	uint32_t *word;
+	int err, status;
+	pid_t pid;
+
+	err = syncmem_open(NULL, 4096, 0, 0, &r);
+	if (!err)
+		err = syncmem_loop_new(&loop);
+	if (err) {
+		fprintf(stderr, "demo: %s\n", syncmem_strerror(err));
+		return 1;
+	}
+	word = syncmem_base(r);
+	res.word = word;
+	err = syncmem_wait_async32(loop, r, word, 0, 10000000000LL, on_woken, &res, NULL);
+	printf("parent (pid %d): queued an async wait on the word: %s\n", getpid(),
+	       syncmem_strerror(err));
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		usleep(200000);
+		atomic_store((_Atomic uint32_t *)word, 42);
+		printf("child  (pid %d): stored 42 and notified %d waiter(s)\n", getpid(),
+		       syncmem_notify(r, word, 1));
+		_exit(0);
+	}
+	printf("parent (pid %d): running the event loop (io_uring) until it completes\n",
+	       getpid());
+	err = syncmem_loop_run(loop);
+	waitpid(pid, &status, 0);
+	syncmem_loop_free(loop);
+	syncmem_close(r);
+	if (err || res.calls != 1 || res.result != SYNCMEM_OK || res.value != 42) {
+		printf("async wait: FAILED\n");
+		return 1;
+	}
+	printf("async wait: ok, another process's notify completed it through the event loop\n");
+	return 0;
+}
+
 int main(void)
 {
+	int failed = 0;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	return demo_shared_region();
+	printf("== 1. a named region shared by two processes, wait/notify\n");
+	failed |= demo_shared_region();
+	printf("== 2. an async wait completed by another process\n");
+	failed |= demo_async_wait();
+	printf("demo: %s\n", failed ? "FAILED" : "all scenes ok");
+	return failed;
 }
