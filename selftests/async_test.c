@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
@@ -619,6 +620,180 @@ TEST_F(async, closing_the_handle_dequeues_its_waits)
 	close(h);
 	EXPECT_EQ(0, region_waiters(self->r));
 	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
+}
+
+/*
+ * Stress: threads in several processes mix async waits (own loop each, with
+ * and without deadlines), blocking waits, notify, hand-off and cancel on a
+ * few words. Every queued async wait gets exactly one callback, and every
+ * wake-up a notify or hand-off reported reached exactly one waiter.
+ */
+struct astress {
+	_Atomic uint32_t stop;
+	uint32_t words[4];
+	_Atomic uint64_t notified, handed, sync_woken, async_ok;
+	_Atomic uint64_t queued, callbacks, cancels, cancelled, timed_out, errors;
+};
+
+struct astress_thread {
+	struct syncmem_region *r;
+	struct astress *st;
+	struct syncmem_loop *loop;
+	unsigned int seed;
+	uint64_t ids[64];
+	unsigned int nids;
+};
+
+static void astress_cb(void *arg, int result)
+{
+	struct astress_thread *t = arg;
+
+	atomic_fetch_add(&t->st->callbacks, 1);
+	if (result == SYNCMEM_OK)
+		atomic_fetch_add(&t->st->async_ok, 1);
+	else if (result == -ECANCELED)
+		atomic_fetch_add(&t->st->cancelled, 1);
+	else if (result == SYNCMEM_TIMED_OUT)
+		atomic_fetch_add(&t->st->timed_out, 1);
+	else
+		atomic_fetch_add(&t->st->errors, 1);
+}
+
+static void astress_step(struct astress_thread *t)
+{
+	struct astress *st = t->st;
+	unsigned int pick = rand_r(&t->seed);
+	uint32_t *w = &st->words[pick % 4];
+	int ret;
+
+	switch ((pick >> 4) % 6) {
+	case 0:
+	case 1: {
+		int64_t timeout = (pick >> 8) % 2 ? SYNCMEM_FOREVER : (pick >> 9) % 3000000;
+		uint64_t id;
+
+		ret = syncmem_wait_async32(t->loop, t->r, w, 0, timeout, astress_cb, t, &id);
+		if (ret == SYNCMEM_PENDING) {
+			atomic_fetch_add(&st->queued, 1);
+			t->ids[t->nids++ % 64] = id;
+		} else if (ret < 0 && ret != -EAGAIN) {
+			atomic_fetch_add(&st->errors, 1);
+		}
+		break;
+	}
+	case 2: {
+		struct syncmem_wait sw = {
+			.offset = (uint64_t)((char *)w - (char *)st), .size = 4,
+			.deadline_ns = (uint64_t)now_ns() + (pick >> 8) % 1000000,
+		};
+
+		ret = raw_ioctl(syncmem_region_fd(t->r), SYNCMEM_IOC_WAIT, &sw);
+		if (ret == SYNCMEM_WAIT_WOKEN || ret == SYNCMEM_WAIT_HANDED_OFF)
+			atomic_fetch_add(&st->sync_woken, 1);
+		else if (ret < 0)
+			atomic_fetch_add(&st->errors, 1);
+		break;
+	}
+	case 3:
+		ret = syncmem_notify(t->r, w, 1 + (pick >> 8) % 3);
+		if (ret < 0)
+			atomic_fetch_add(&st->errors, 1);
+		else
+			atomic_fetch_add(&st->notified, ret);
+		break;
+	case 4:
+		ret = syncmem_handoff32(t->r, w, 0);
+		if (ret < 0)
+			atomic_fetch_add(&st->errors, 1);
+		else
+			atomic_fetch_add(&st->handed, ret);
+		break;
+	default:
+		if (t->nids && !syncmem_wait_cancel(t->loop, t->ids[(pick >> 8) % 64 % t->nids]))
+			atomic_fetch_add(&st->cancels, 1);
+		break;
+	}
+	if (syncmem_loop_run_once(t->loop, 0) < 0)
+		atomic_fetch_add(&st->errors, 1);
+}
+
+static void *astress_thread_fn(void *p)
+{
+	struct astress_thread *t = p;
+
+	while (!atomic_load(&t->st->stop))
+		astress_step(t);
+	/* Drain: whatever is still queued is cancelled by the free. */
+	syncmem_loop_free(t->loop);
+	return NULL;
+}
+
+static int astress_process(struct syncmem_region *r, struct astress *st, int id)
+{
+	struct astress_thread t[2];
+	pthread_t th[2];
+
+	for (int i = 0; i < 2; i++) {
+		t[i] = (struct astress_thread){ .r = r, .st = st,
+						.seed = (unsigned int)(id * 131 + i) };
+		if (syncmem_loop_new(&t[i].loop))
+			return 1;
+		pthread_create(&th[i], NULL, astress_thread_fn, &t[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
+TEST(stress_async_sync_notify_cancel)
+{
+	enum { PROCS = 4 };
+	int dev = dev_open();
+	uint64_t base_async = get_stats(dev).async_waits;
+	struct syncmem_region *r;
+	struct astress *st;
+	pid_t pids[PROCS];
+	int i;
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	st = syncmem_base(r);
+	for (i = 0; i < PROCS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(astress_process(r, st, i));
+	}
+	usleep(3000000);
+	atomic_store(&st->stop, 1);
+	for (i = 0; i < PROCS; i++) {
+		int status = 0;
+		pid_t done;
+
+		while ((done = waitpid(pids[i], &status, WNOHANG)) == 0) {
+			for (int w = 0; w < 4; w++)
+				atomic_fetch_add(&st->notified,
+						 syncmem_notify(r, &st->words[w], SYNCMEM_ALL));
+			usleep(1000);
+		}
+		EXPECT_EQ(pids[i], done);
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	EXPECT_EQ(0, atomic_load(&st->errors));
+	EXPECT_EQ(atomic_load(&st->queued), atomic_load(&st->callbacks));
+	EXPECT_EQ(atomic_load(&st->notified) + atomic_load(&st->handed),
+		  atomic_load(&st->sync_woken) + atomic_load(&st->async_ok));
+	EXPECT_LE(atomic_load(&st->cancels), atomic_load(&st->cancelled));
+	EXPECT_LT(0, atomic_load(&st->async_ok));
+	EXPECT_LT(0, atomic_load(&st->timed_out));
+	EXPECT_LT(0, atomic_load(&st->cancels));
+	EXPECT_EQ(0, region_waiters(r));
+	EXPECT_EQ(base_async, get_stats(dev).async_waits);
+	TH_LOG("queued %llu: ok %llu, timed out %llu, cancelled %llu (%llu by cancel); sync woken %llu",
+	       (unsigned long long)st->queued, (unsigned long long)st->async_ok,
+	       (unsigned long long)st->timed_out, (unsigned long long)st->cancelled,
+	       (unsigned long long)st->cancels, (unsigned long long)st->sync_woken);
+	syncmem_close(r);
+	close(dev);
 }
 
 TEST_HARNESS_MAIN
