@@ -765,19 +765,7 @@ TEST(stress_async_sync_notify_cancel)
 	}
 	usleep(3000000);
 	atomic_store(&st->stop, 1);
-	for (i = 0; i < PROCS; i++) {
-		int status = 0;
-		pid_t done;
-
-		while ((done = waitpid(pids[i], &status, WNOHANG)) == 0) {
-			for (int w = 0; w < 4; w++)
-				atomic_fetch_add(&st->notified,
-						 syncmem_notify(r, &st->words[w], SYNCMEM_ALL));
-			usleep(1000);
-		}
-		EXPECT_EQ(pids[i], done);
-		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	}
+	EXPECT_EQ(0, reap_notifying(pids, PROCS, r, st->words, 4, &st->notified));
 	EXPECT_EQ(0, atomic_load(&st->errors));
 	EXPECT_EQ(atomic_load(&st->queued), atomic_load(&st->callbacks));
 	EXPECT_EQ(atomic_load(&st->notified) + atomic_load(&st->handed),

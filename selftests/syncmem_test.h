@@ -8,6 +8,7 @@
 #define SYNCMEM_SELFTEST_H
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdint.h>
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include <linux/syncmem.h>
+
+#include "syncmem.h"
 
 #define SYNCMEM_DEV "/dev/syncmem"
 #define PARAM_DIR "/sys/module/syncmem/parameters/"
@@ -116,6 +119,32 @@ static inline int wait_exit(pid_t pid)
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	return 128 + WTERMSIG(st);
+}
+
+/*
+ * Reap stress children while releasing whoever still waits on @words with
+ * notify-all, adding those wake-ups to @notified. 0 when all @n exited 0.
+ */
+static inline int reap_notifying(const pid_t *pids, int n, struct syncmem_region *r,
+				 uint32_t *words, int nwords,
+				 _Atomic uint64_t *notified)
+{
+	int bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		int status = 0;
+		pid_t done;
+
+		while ((done = waitpid(pids[i], &status, WNOHANG)) == 0) {
+			for (int w = 0; w < nwords; w++)
+				atomic_fetch_add(notified,
+						 syncmem_notify(r, &words[w], SYNCMEM_ALL));
+			usleep(1000);
+		}
+		if (done != pids[i] || !WIFEXITED(status) || WEXITSTATUS(status))
+			bad++;
+	}
+	return bad;
 }
 
 /* Drop to uid/gid 65534 (nobody) for the rest of this (child) process. */

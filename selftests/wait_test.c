@@ -674,20 +674,7 @@ TEST(stress_every_wake_is_claimed_once)
 	}
 	atomic_store(&st->stop, 1);
 	/* Release whoever still waits, counting those wake-ups too. */
-	for (i = 0; i < PROCS; i++) {
-		int status = 0;
-
-		pid_t done;
-
-		while ((done = waitpid(pids[i], &status, WNOHANG)) == 0) {
-			for (int w = 0; w < 4; w++)
-				atomic_fetch_add(&st->notified,
-						 syncmem_notify(r, &st->words[w], SYNCMEM_ALL));
-			usleep(1000);
-		}
-		EXPECT_EQ(pids[i], done);
-		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	}
+	EXPECT_EQ(0, reap_notifying(pids, PROCS, r, st->words, 4, &st->notified));
 	EXPECT_EQ(0, atomic_load(&st->errors));
 	EXPECT_EQ(atomic_load(&st->notified), atomic_load(&st->woken));
 	EXPECT_EQ(atomic_load(&st->handed), atomic_load(&st->handed_off));

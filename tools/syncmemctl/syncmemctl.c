@@ -77,6 +77,8 @@ static int cmd_stats(void)
 	printf("region_bytes     %llu\n", (unsigned long long)s.region_bytes);
 	printf("named_regions    %llu\n", (unsigned long long)s.named_regions);
 	printf("handles          %llu\n", (unsigned long long)s.handles);
+	printf("waiters          %llu\n", (unsigned long long)s.waiters);
+	printf("async_waits      %llu\n", (unsigned long long)s.async_waits);
 	return 0;
 }
 
