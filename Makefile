@@ -107,15 +107,16 @@ HOSTTESTS_ASAN := $(patsubst tests/host/%.c,$(BUILD)/host-asan/%,$(HOSTTEST_SRCS
 HOSTTESTS_TSAN := $(patsubst tests/host/%.c,$(BUILD)/host-tsan/%,$(HOSTTEST_SRCS))
 HOSTTESTS_ALL := $(HOSTTESTS) $(HOSTTESTS_ASAN) $(HOSTTESTS_TSAN)
 hosttests: $(HOSTTESTS_ALL)
-$(BUILD)/host/%: tests/host/%.c lib/libsyncmem.a $(LINUX_FILES)/.stamp
+HOST_DEPS := $(LIB_SRCS) $(LIB_HDRS) $(wildcard selftests/*.h) $(LINUX_FILES)/.stamp
+$(BUILD)/host/%: tests/host/%.c lib/libsyncmem.a $(HOST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a -pthread -luring
-$(BUILD)/host-asan/%: tests/host/%.c $(LIB_SRCS) $(LIB_HDRS) $(LINUX_FILES)/.stamp
+	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a -pthread -luring
+$(BUILD)/host-asan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
-$(BUILD)/host-tsan/%: tests/host/%.c $(LIB_SRCS) $(LIB_HDRS) $(LINUX_FILES)/.stamp
+	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
+$(BUILD)/host-tsan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
+	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
 
 tools: $(TOOLS)
 $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h)

@@ -162,6 +162,76 @@ int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
  */
 int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 
+/* ---- Lock-free fixed-size block allocator in shared memory --------------- */
+
+#define SYNCMEM_POOL_MAGIC	0x4c4f4f50u	/* "POOL" */
+#define SYNCMEM_POOL_VERSION	1u
+#define SYNCMEM_POOL_ALIGN	64u		/* header, metadata and blocks */
+#define SYNCMEM_POOL_MAX_BLOCK	(16u << 20)	/* largest block_size */
+
+/*
+ * The pool header, at the start of the pool's memory. Fixed layout (192
+ * bytes, three cache lines), the same in every process and build; every
+ * field is accessed atomically. Offsets are from the pool start.
+ */
+struct syncmem_pool {
+	/* Line 0: identity and geometry, written once by the creator. */
+	uint32_t magic;		/* SYNCMEM_POOL_MAGIC once ready */
+	uint32_t version;	/* SYNCMEM_POOL_VERSION */
+	uint32_t state;		/* 0, then initialising, then ready */
+	uint32_t block_size;	/* stride: the requested size rounded up to 64 */
+	uint32_t nblocks;
+	uint32_t requested_size;
+	uint32_t meta_off;	/* per-block {next, state} words, 8 bytes each */
+	uint32_t blocks_off;	/* block 0 */
+	uint64_t footprint;	/* bytes the pool spans */
+	uint8_t reserved0[24];
+	/* Line 1: the free-list head alone: {index + 1 (0: empty), tag}. */
+	uint64_t head;
+	uint8_t reserved1[56];
+	/* Line 2: free blocks (exact when no alloc/free is in flight). */
+	uint32_t free_count;
+	uint8_t reserved2[60];
+} __attribute__((aligned(64)));
+
+/* Bytes needed for @nblocks blocks of @block_size bytes; 0 if impossible. */
+size_t syncmem_pool_footprint(uint32_t block_size, uint32_t nblocks);
+
+/*
+ * Build a pool in @mem (64-byte aligned, @len >= footprint), once, by its
+ * creator. Errors: -EINVAL (bad alignment, geometry or length), -E2BIG
+ * (the pool would exceed the 4 GiB that 32-bit offsets reach), -EEXIST
+ * (@mem already holds a pool or one being built).
+ */
+int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nblocks,
+		      struct syncmem_pool **out);
+
+/*
+ * Use a pool another process built in @mem (mapped at any address).
+ * Zeroed or foreign memory: -EPROTO at once. A pool whose creator is still
+ * building it: wait until it is ready, at most SYNCMEM_POOL_ATTACH_WAIT_MS,
+ * then -ETIMEDOUT. -EINVAL when @len is smaller than the pool or @mem is
+ * misaligned.
+ */
+#define SYNCMEM_POOL_ATTACH_WAIT_MS 10000
+int syncmem_pool_attach(void *mem, size_t len, struct syncmem_pool **out);
+
+/* A free block's offset from the pool start; 0 when none is free. Lock-free. */
+uint32_t syncmem_pool_alloc(struct syncmem_pool *p);
+
+/*
+ * Give a block back. -EINVAL for an offset that is not a block of this pool,
+ * -EALREADY for a block that is already free (of two racing frees of one
+ * block exactly one succeeds). Lock-free.
+ */
+int syncmem_pool_free(struct syncmem_pool *p, uint32_t off);
+
+/* Offset <-> address in this process's mapping; NULL / 0 when outside. */
+void *syncmem_pool_ptr(struct syncmem_pool *p, uint32_t off);
+uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
+
+uint32_t syncmem_pool_free_count(const struct syncmem_pool *p);
+
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);
 
