@@ -53,8 +53,12 @@ static inline void churn(struct syncmem_pool *p, struct churn_stats *st, uint32_
 	double end = churn_now() + seconds;
 	int n = 0;
 
-	while (churn_now() < end || n) {
-		bool alloc = churn_now() < end && n < max_held && (n == 0 || rand_r(&seed) & 1);
+	for (;;) {
+		bool running = churn_now() < end;
+		bool alloc = running && n < max_held && (n == 0 || rand_r(&seed) & 1);
+
+		if (!running && !n)
+			break;
 
 		if (alloc) {
 			uint32_t off = syncmem_pool_alloc(p), zero = 0;

@@ -170,13 +170,18 @@ TEST(exhaustion_recovers_and_bad_frees)
 	munmap(mem, len);
 }
 
-/* Several processes free the same block at once: exactly one wins, every time. */
+/*
+ * Several processes free the same block at once, and foreign offsets next to
+ * it: exactly one free wins every time, every foreign offset is -EINVAL, and
+ * the list stays intact.
+ */
 TEST(racing_double_frees_from_processes)
 {
 	enum { N = 8, PROCS = 6, ROUNDS = 200 };
 	size_t len = syncmem_pool_footprint(64, N);
 	char *mem = shared_mem(len + 4096);
 	_Atomic int *wins = (void *)(mem + len), *eal = wins + 1, *other = wins + 2;
+	_Atomic int *inval = wins + 3;
 	_Atomic uint32_t *go = (void *)(wins + 4), *target = go + 1;
 	struct syncmem_pool *p;
 	pid_t pids[PROCS];
@@ -191,7 +196,11 @@ TEST(racing_double_frees_from_processes)
 
 				while (atomic_load(go) < r)
 					;
-				ret = syncmem_pool_free(p, atomic_load(target));
+				uint32_t t = atomic_load(target);
+
+				ret = syncmem_pool_free(p, t + 8 * (uint32_t)(i + 1));
+				atomic_fetch_add(ret == -EINVAL ? inval : other, 1);
+				ret = syncmem_pool_free(p, t);
 				atomic_fetch_add(ret == 0 ? wins : ret == -EALREADY ? eal : other, 1);
 			}
 			_exit(0);
@@ -213,6 +222,7 @@ TEST(racing_double_frees_from_processes)
 	EXPECT_EQ(ROUNDS, atomic_load(wins));
 	EXPECT_EQ(ROUNDS * (PROCS - 1), atomic_load(eal));
 	EXPECT_EQ(0, atomic_load(other));
+	EXPECT_EQ(ROUNDS * PROCS, atomic_load(inval));
 	EXPECT_EQ(N, syncmem_pool_free_count(p));
 	EXPECT_EQ(N, pool_drain_check(p, N));
 }
