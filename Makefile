@@ -123,11 +123,19 @@ $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
 
-# Benchmarks print syncmem's figure next to its baseline's, as a ratio.
+# Benchmarks print syncmem's figure next to its baseline's, as a ratio. The
+# kernel ones run in the VM; the pool needs no kernel and runs on the host's
+# real CPU, with instruction counts from callgrind.
 BENCHES := wake_pingpong notify_all async_pingpong
-bench: all
+bench: all $(BUILD)/bench/pool_bench
 	$(ROOT)/tools/vm/run --kernel stock --timeout 900 -- sh -c \
 		'for b in $(BENCHES); do tools/$$b || exit 1; done'
+	$(BUILD)/bench/pool_bench
+	$(ROOT)/tools/bench/pool-instructions $(BUILD)/bench/pool_bench
+
+$(BUILD)/bench/pool_bench: tools/bench/pool_bench.c lib/libsyncmem.a $(wildcard tools/bench/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a -pthread -luring
 
 # ---- tests ------------------------------------------------------------------
 # Each step appends its TAP to build/check/*.tap; tools/tap-summary prints the

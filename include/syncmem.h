@@ -168,11 +168,12 @@ int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 #define SYNCMEM_POOL_VERSION	1u
 #define SYNCMEM_POOL_ALIGN	64u		/* header, metadata and blocks */
 #define SYNCMEM_POOL_MAX_BLOCK	(16u << 20)	/* largest block_size */
+#define SYNCMEM_POOL_SHARDS	8		/* free lists, one per CPU group */
 
 /*
- * The pool header, at the start of the pool's memory. Fixed layout (192
- * bytes, three cache lines), the same in every process and build; every
- * field is accessed atomically. Offsets are from the pool start.
+ * The pool header, at the start of the pool's memory. Fixed layout (576
+ * bytes, nine cache lines), the same in every process and build. Offsets
+ * are from the pool start.
  */
 struct syncmem_pool {
 	/* Line 0: identity and geometry, written once by the creator. */
@@ -182,16 +183,24 @@ struct syncmem_pool {
 	uint32_t block_size;	/* stride: the requested size rounded up to 64 */
 	uint32_t nblocks;
 	uint32_t requested_size;
-	uint32_t meta_off;	/* per-block {next, state} words, 8 bytes each */
+	uint32_t meta_off;	/* one 32-bit link word per block */
 	uint32_t blocks_off;	/* block 0 */
 	uint64_t footprint;	/* bytes the pool spans */
-	uint8_t reserved0[24];
-	/* Line 1: the free-list head alone: {index + 1 (0: empty), tag}. */
-	uint64_t head;
-	uint8_t reserved1[56];
-	/* Line 2: free blocks (exact when no alloc/free is in flight). */
-	uint32_t free_count;
-	uint8_t reserved2[60];
+	uint32_t block_shift;	/* log2(block_size) if a power of two, else 0 */
+	uint32_t blocks_len;	/* nblocks * block_size */
+	uint32_t shard_shift;	/* block i belongs to free list i >> shard_shift */
+	uint8_t reserved0[12];
+	/*
+	 * Lines 1-8: the heads of the free lists, each alone on its line:
+	 * index + 1 of the first free block (0: empty) in the high 32 bits,
+	 * a tag bumped by every push and pop in the low 32 bits. A block always
+	 * returns to its own list; each thread allocates from one list first
+	 * (spread round-robin), so threads do not fight over one line.
+	 */
+	struct {
+		uint64_t head;
+		uint8_t reserved[56];
+	} shard[SYNCMEM_POOL_SHARDS];
 } __attribute__((aligned(64)));
 
 /* Bytes needed for @nblocks blocks of @block_size bytes; 0 if impossible. */
@@ -230,6 +239,10 @@ int syncmem_pool_free(struct syncmem_pool *p, uint32_t off);
 void *syncmem_pool_ptr(struct syncmem_pool *p, uint32_t off);
 uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
 
+/*
+ * Free blocks: exact when no alloc or free is in flight. It scans the
+ * per-block states (O(nblocks)), which keeps counters off the hot path.
+ */
 uint32_t syncmem_pool_free_count(const struct syncmem_pool *p);
 
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */

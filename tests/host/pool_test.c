@@ -23,10 +23,10 @@ static void *shared_mem(size_t len)
 
 TEST(geometry)
 {
-	EXPECT_EQ(192 + 64 + 64, syncmem_pool_footprint(8, 1));
-	EXPECT_EQ(192 + 64 + 64, syncmem_pool_footprint(1, 1));
-	EXPECT_EQ(192 + 64 + 2 * 128, syncmem_pool_footprint(65, 2));
-	EXPECT_EQ(192 + 64 + 4 * (1u << 20), syncmem_pool_footprint(1u << 20, 4));
+	EXPECT_EQ(576 + 64 + 64, syncmem_pool_footprint(8, 1));
+	EXPECT_EQ(576 + 64 + 64, syncmem_pool_footprint(1, 1));
+	EXPECT_EQ(576 + 64 + 2 * 128, syncmem_pool_footprint(65, 2));
+	EXPECT_EQ(576 + 64 + 4 * (1u << 20), syncmem_pool_footprint(1u << 20, 4));
 	EXPECT_EQ(0, syncmem_pool_footprint(0, 1));
 	EXPECT_EQ(0, syncmem_pool_footprint(8, 0));
 	EXPECT_EQ(0, syncmem_pool_footprint(SYNCMEM_POOL_MAX_BLOCK + 1, 1));
