@@ -119,9 +119,9 @@ $(BUILD)/host-tsan/%: tests/host/%.c $(HOST_DEPS)
 	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
 
 tools: $(TOOLS)
-$(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h)
+$(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h selftests/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
 
 # Benchmarks print syncmem's figure next to its baseline's, as a ratio. The
 # kernel ones run in the VM; the pool needs no kernel and runs on the host's
