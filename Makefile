@@ -173,6 +173,9 @@ check-static: $(LINUX_FILES)/.stamp
 		! grep -E "warning:|error:" $(BUILD)/check/sparse.log; \
 		then echo "ok - sparse and W=1 build without warnings"; \
 		else cat $(BUILD)/check/sparse.log; echo "not ok - sparse and W=1 build"; fi; \
+	if $(ROOT)/tools/check-docs >$(BUILD)/check/docs.log 2>&1; \
+		then echo "ok - Documentation parses without warnings"; \
+		else cat $(BUILD)/check/docs.log; echo "not ok - Documentation"; fi; \
 	} | tee $(BUILD)/check/static.tap
 
 check-runner: all
