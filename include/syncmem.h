@@ -245,6 +245,56 @@ uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
  */
 uint32_t syncmem_pool_free_count(const struct syncmem_pool *p);
 
+/* ---- Locks: AsyncLock, usable blocking or from an event loop ------------- */
+
+#define SYNCMEM_LOCK_FAIR	0x1	/* strict FIFO hand-off to the oldest waiter */
+
+/*
+ * Default mode lets a newcomer take the lock before a woken waiter; a waiter
+ * woken this many times without getting it makes unlocks hand off in FIFO
+ * order until it has the lock (the starvation bound).
+ */
+#define SYNCMEM_LOCK_BARGE_LIMIT 4
+
+/*
+ * A mutex placed in shared memory: fixed layout, 64 bytes; all-zero bytes
+ * are an unlocked lock in default mode.
+ */
+struct syncmem_lock {
+	uint32_t word;		/* 0 free, 1 locked, 2 locked and maybe waited on */
+	uint32_t flags;		/* SYNCMEM_LOCK_FAIR */
+	uint32_t owner;		/* thread id of the holder (0: none or unknown) */
+	uint32_t starving;	/* waiters owed a hand-off (default mode) */
+	uint32_t reserved[12];
+} __attribute__((aligned(64)));
+
+void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
+
+/*
+ * Take the lock, blocking. 0, SYNCMEM_TIMED_OUT (lock_timed), -EDEADLK when
+ * this thread already holds it, -EINVAL when @l is not inside @r. Waiters
+ * (blocking and async) queue in one FIFO. Uncontended: one CAS, no system
+ * call (a thread's very first lock caches its thread id with gettid()).
+ */
+int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l);
+int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns);
+int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l);	/* 0 or -EBUSY */
+
+/* -EPERM when not locked, or locked by another thread. */
+int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l);
+
+/*
+ * Take the lock asynchronously: returns 0 at once, and cb(arg, 0) runs from
+ * the loop with the lock held (the callee must unlock), or cb(arg, -ECANCELED)
+ * if the loop is freed first. Never inside this call.
+ */
+int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
+
+/* The seed's executeLocked: acquire asynchronously, run fn(arg), release. */
+int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
+			   struct syncmem_lock *l, void (*fn)(void *arg), void *arg);
+
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);
 

@@ -102,7 +102,8 @@ static void syncmem_async_free(struct syncmem_async *a)
 	struct syncmem_handle *h = a->h;
 
 	syncmem_waiter_release(&a->w);
-	syncmem_region_put(a->region);
+	if (a->region)
+		syncmem_region_put(a->region);
 	spin_lock(&h->lock);
 	h->nr_outstanding--;
 	spin_unlock(&h->lock);
@@ -319,6 +320,39 @@ out_unreserve:
 out_region:
 	syncmem_region_put(r);
 	return ret;
+}
+
+long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg)
+{
+	struct syncmem_post arg;
+	struct syncmem_async *a;
+	long ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags)
+		return -EINVAL;
+	ret = syncmem_handle_reserve(h);
+	if (ret)
+		return ret;
+	a = syncmem_async_alloc(SYNCMEM_NO_DEADLINE);
+	if (!a) {
+		spin_lock(&h->lock);
+		h->nr_outstanding--;
+		spin_unlock(&h->lock);
+		return -ENOMEM;
+	}
+	atomic64_inc(&syncmem_nr_async);
+	a->w.async = true;
+	refcount_set(&a->ref, 1);
+	a->user_data = arg.user_data;
+	a->region = NULL;
+	a->h = h;
+	kref_get(&h->ref);
+	INIT_LIST_HEAD(&a->node);
+	/* Never queued on a word: it is complete from the start. */
+	syncmem_async_complete(a, arg.result);
+	return 0;
 }
 
 /* Claim and complete @a with -ECANCELED; false if somebody claimed it first. */

@@ -179,6 +179,8 @@ static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 		return syncmem_ioctl_wait_async(h, uarg);
 	case SYNCMEM_IOC_CANCEL:
 		return syncmem_ioctl_cancel(h, uarg);
+	case SYNCMEM_IOC_POST:
+		return syncmem_ioctl_post(h, uarg);
 	case SYNCMEM_IOC_VERSION:
 		return syncmem_ioctl_version(uarg);
 	case SYNCMEM_IOC_REGION_OPEN:

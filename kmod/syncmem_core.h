@@ -124,6 +124,7 @@ struct syncmem_handle *syncmem_handle_create(void);
 void syncmem_handle_close(struct syncmem_handle *h);
 long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_cancel(struct syncmem_handle *h, void __user *uarg);
+long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_set_eventfd(struct syncmem_handle *h, void __user *uarg);
 ssize_t syncmem_handle_read(struct syncmem_handle *h, char __user *buf,
 			    size_t count, bool nonblock);

@@ -14,6 +14,7 @@ struct idmap_entry {
 	uint64_t id;		/* 0: empty */
 	void (*cb)(void *arg, int result);
 	void *arg;
+	bool raw;		/* cb wants the kernel's SYNCMEM_WAIT_* result */
 };
 
 struct idmap {

@@ -35,8 +35,29 @@ int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
 /* Absolute CLOCK_MONOTONIC deadline for a relative timeout (negative: none). */
 uint64_t syncmem__deadline(int64_t timeout_ns);
 
+/* One WAIT ioctl with an absolute deadline: SYNCMEM_WAIT_* or -errno. */
+int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t width,
+			uint64_t expected, uint64_t deadline_ns);
+
 /* One WAIT ioctl: SYNCMEM_WAIT_* (HANDED_OFF included) or -errno. */
 int syncmem__wait(struct syncmem_region *r, const void *addr, uint32_t width,
 		  uint64_t expected, int64_t timeout_ns);
+
+/*
+ * Queue an async wait; with @raw the callback gets the kernel's result
+ * (SYNCMEM_WAIT_WOKEN / _HANDED_OFF / _TIMED_OUT, or -ECANCELED) and a
+ * queued wait returns SYNCMEM_WAIT_QUEUED instead of SYNCMEM_PENDING.
+ */
+int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			const void *addr, uint32_t width, uint64_t expected,
+			int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			bool raw, uint64_t *id_out);
+
+/* Run cb(arg, @result) later from the loop (through the kernel handle). */
+int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
+		       int result);
+
+/* This thread's id, cached (no system call after the first). */
+uint32_t syncmem__tid(void);
 
 #endif /* SYNCMEM_INTERNAL_H */

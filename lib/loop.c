@@ -157,7 +157,7 @@ static int dispatch(struct syncmem_loop *loop)
 
 			if (!idmap_remove(&loop->pending, recs[i].user_data, &e))
 				continue;	/* not ours: cannot happen */
-			e.cb(e.arg, user_result(recs[i].result));
+			e.cb(e.arg, e.raw ? recs[i].result : user_result(recs[i].result));
 			ran++;
 		}
 		if ((size_t)n < sizeof(recs))
@@ -241,10 +241,10 @@ size_t syncmem_loop_pending(const struct syncmem_loop *loop)
 	return loop ? loop->pending.count : 0;
 }
 
-static int wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
-		      const void *addr, uint32_t width, uint64_t expected,
-		      int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
-		      uint64_t *id_out)
+int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			const void *addr, uint32_t width, uint64_t expected,
+			int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			bool raw, uint64_t *id_out)
 {
 	struct syncmem_wait_async w = {
 		.size = width,
@@ -268,11 +268,30 @@ static int wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	ret = syncmem__ioctl(loop->handle, SYNCMEM_IOC_WAIT_ASYNC, &w);
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		return ret;	/* NOT_EQUAL, TIMED_OUT or -errno: no callback */
-	e = (struct idmap_entry){ .id = w.user_data, .cb = cb, .arg = arg };
+	e = (struct idmap_entry){ .id = w.user_data, .cb = cb, .arg = arg, .raw = raw };
 	idmap_insert(&loop->pending, &e);
 	if (id_out)
 		*id_out = w.user_data;
-	return SYNCMEM_PENDING;
+	return raw ? SYNCMEM_WAIT_QUEUED : SYNCMEM_PENDING;
+}
+
+int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
+		       int result)
+{
+	struct syncmem_post post = { .result = result };
+	struct idmap_entry e;
+	int ret;
+
+	ret = idmap_reserve(&loop->pending);
+	if (ret)
+		return ret;
+	post.user_data = ++loop->last_id;
+	ret = syncmem__ioctl(loop->handle, SYNCMEM_IOC_POST, &post);
+	if (ret)
+		return ret;
+	e = (struct idmap_entry){ .id = post.user_data, .cb = cb, .arg = arg, .raw = true };
+	idmap_insert(&loop->pending, &e);
+	return 0;
 }
 
 int syncmem_wait_async32(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -280,7 +299,8 @@ int syncmem_wait_async32(struct syncmem_loop *loop, struct syncmem_region *r,
 			 int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
 			 uint64_t *id_out)
 {
-	return wait_async(loop, r, addr, 4, expected, timeout_ns, cb, arg, id_out);
+	return syncmem__wait_async(loop, r, addr, 4, expected, timeout_ns, cb, arg, false,
+				   id_out);
 }
 
 int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -288,7 +308,8 @@ int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
 			 int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
 			 uint64_t *id_out)
 {
-	return wait_async(loop, r, addr, 8, expected, timeout_ns, cb, arg, id_out);
+	return syncmem__wait_async(loop, r, addr, 8, expected, timeout_ns, cb, arg, false,
+				   id_out);
 }
 
 int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id)

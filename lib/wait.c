@@ -39,12 +39,12 @@ uint64_t syncmem__deadline(int64_t timeout_ns)
 	return now + (uint64_t)timeout_ns;
 }
 
-int syncmem__wait(struct syncmem_region *r, const void *addr, uint32_t width,
-		  uint64_t expected, int64_t timeout_ns)
+int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t width,
+			uint64_t expected, uint64_t deadline_ns)
 {
 	struct syncmem_wait arg = {
 		.expected = expected,
-		.deadline_ns = syncmem__deadline(timeout_ns),
+		.deadline_ns = deadline_ns,
 		.size = width,
 	};
 	int err = syncmem__word_offset(r, addr, width, &arg.offset);
@@ -53,6 +53,12 @@ int syncmem__wait(struct syncmem_region *r, const void *addr, uint32_t width,
 		return err;
 	/* The kernel restarts a wait interrupted by a handler itself. */
 	return syncmem__ioctl(r->fd, SYNCMEM_IOC_WAIT, &arg);
+}
+
+int syncmem__wait(struct syncmem_region *r, const void *addr, uint32_t width,
+		  uint64_t expected, int64_t timeout_ns)
+{
+	return syncmem__wait_until(r, addr, width, expected, syncmem__deadline(timeout_ns));
 }
 
 /* A hand-off is a wake-up too, as far as a plain waiter is concerned. */

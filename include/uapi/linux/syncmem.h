@@ -286,6 +286,23 @@ struct syncmem_cancel {
 	__u32 pad;
 };
 
+/**
+ * struct syncmem_post - queue a completion record directly (handle ioctl)
+ * @user_data:	In: the record's user_data (must not be a pending wait's).
+ * @result:	In: the record's result.
+ * @flags:	In: must be zero.
+ *
+ * For event loops that complete an operation without waiting (a lock taken
+ * at once) but must still report it through the handle: the record goes to
+ * the completion list like any other, counts against max_async_waits until
+ * read, and the eventfd is signalled.
+ */
+struct syncmem_post {
+	__u64 user_data;
+	__s32 result;
+	__u32 flags;
+};
+
 #define SYNCMEM_IOC_MAGIC		0xD5
 
 /* On the /dev/syncmem handle. */
@@ -296,6 +313,7 @@ struct syncmem_cancel {
 #define SYNCMEM_IOC_SET_EVENTFD		_IOW(SYNCMEM_IOC_MAGIC, 0x04, struct syncmem_eventfd)
 #define SYNCMEM_IOC_WAIT_ASYNC		_IOW(SYNCMEM_IOC_MAGIC, 0x05, struct syncmem_wait_async)
 #define SYNCMEM_IOC_CANCEL		_IOW(SYNCMEM_IOC_MAGIC, 0x06, struct syncmem_cancel)
+#define SYNCMEM_IOC_POST		_IOW(SYNCMEM_IOC_MAGIC, 0x07, struct syncmem_post)
 
 /* On a region fd. */
 #define SYNCMEM_IOC_REGION_INFO		_IOR(SYNCMEM_IOC_MAGIC, 0x10, struct syncmem_region_info)
