@@ -6,7 +6,9 @@
  *  2. a process waits asynchronously (event loop on io_uring) on a word
  *     that another process notifies;
  *  3. the lock-free allocator's seed test: 50 processes allocate and free
- *     the 20 blocks of one pool in a region for 3 s, stamping every block.
+ *     the 20 blocks of one pool in a region for 3 s, stamping every block;
+ *  4. one AsyncLock shared by a process locking blocking and a process
+ *     locking from its event loop (executeLocked).
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -199,6 +201,67 @@ static int demo_pool(void)
 	return bad ? 1 : 0;
 }
 
+struct lock_page {
+	struct syncmem_lock lock;
+	uint64_t counter;	/* guarded by lock */
+};
+
+struct lock_job {
+	struct syncmem_loop *loop;
+	struct syncmem_region *r;
+	struct lock_page *pg;
+	int left;
+};
+
+/* executeLocked's body; it queues the next round until done. */
+static void locked_increment(void *arg)
+{
+	struct lock_job *job = arg;
+
+	job->pg->counter++;
+	if (--job->left > 0)
+		syncmem_execute_locked(job->loop, job->r, &job->pg->lock, locked_increment, job);
+}
+
+static int demo_lock(void)
+{
+	enum { ROUNDS = 5000 };
+	struct syncmem_region *r;
+	struct lock_page *pg;
+	int status, err;
+	pid_t pid;
+
+	err = syncmem_open(NULL, 4096, 0, 0, &r);
+	if (err) {
+		fprintf(stderr, "demo: %s\n", syncmem_strerror(err));
+		return 1;
+	}
+	pg = syncmem_base(r);
+	pid = fork();
+	if (pid == 0) {
+		struct lock_job job = { .r = r, .pg = pg, .left = ROUNDS };
+
+		if (syncmem_loop_new(&job.loop) ||
+		    syncmem_execute_locked(job.loop, r, &pg->lock, locked_increment, &job) ||
+		    syncmem_loop_run(job.loop))
+			_exit(1);
+		syncmem_loop_free(job.loop);
+		_exit(0);
+	}
+	for (int i = 0; i < ROUNDS; i++) {
+		syncmem_lock(r, &pg->lock);
+		pg->counter++;
+		syncmem_unlock(r, &pg->lock);
+	}
+	waitpid(pid, &status, 0);
+	printf("blocking locker (pid %d) and async locker (pid %d): %d increments each, "
+	       "counter = %llu\n", getpid(), pid, ROUNDS, (unsigned long long)pg->counter);
+	err = !WIFEXITED(status) || WEXITSTATUS(status) || pg->counter != 2 * ROUNDS;
+	syncmem_close(r);
+	printf("lock: %s\n", err ? "FAILED" : "ok, no increment was lost");
+	return err;
+}
+
 int main(void)
 {
 	int failed = 0;
@@ -210,6 +273,8 @@ int main(void)
 	failed |= demo_async_wait();
 	printf("== 3. the lock-free block allocator, 50 processes\n");
 	failed |= demo_pool();
+	printf("== 4. one lock, a blocking locker and an async locker (executeLocked)\n");
+	failed |= demo_lock();
 	printf("demo: %s\n", failed ? "FAILED" : "all scenes ok");
 	return failed;
 }
