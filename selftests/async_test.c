@@ -55,25 +55,6 @@ static int64_t now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static uint64_t region_waiters(struct syncmem_region *r)
-{
-	struct syncmem_region_info info;
-
-	if (ioctl(syncmem_region_fd(r), SYNCMEM_IOC_REGION_INFO, &info))
-		return ~0ULL;
-	return info.waiters;
-}
-
-static int await_waiters(struct syncmem_region *r, uint64_t n)
-{
-	for (int i = 0; i < 20000; i++) {
-		if (region_waiters(r) == n)
-			return 1;
-		usleep(1000);
-	}
-	return 0;
-}
-
 /* Counts callbacks per slot and remembers the last result. */
 struct cb_slot {
 	int calls;

@@ -41,25 +41,6 @@ FIXTURE_TEARDOWN(lock)
 	syncmem_close(self->r);
 }
 
-static uint64_t region_waiters(struct syncmem_region *r)
-{
-	struct syncmem_region_info info;
-
-	if (ioctl(syncmem_region_fd(r), SYNCMEM_IOC_REGION_INFO, &info))
-		return ~0ULL;
-	return info.waiters;
-}
-
-static int await_waiters(struct syncmem_region *r, uint64_t n)
-{
-	for (int i = 0; i < 20000; i++) {
-		if (region_waiters(r) == n)
-			return 1;
-		usleep(1000);
-	}
-	return 0;
-}
-
 /* Kill the process with SIGSYS on any ioctl from now on. */
 static int forbid_ioctl(void)
 {

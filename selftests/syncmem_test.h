@@ -121,6 +121,37 @@ static inline int wait_exit(pid_t pid)
 	return 128 + WTERMSIG(st);
 }
 
+/* Waiters queued on words of the region behind @fd right now. */
+static inline uint64_t fd_waiters(int fd)
+{
+	struct syncmem_region_info info;
+
+	if (ioctl(fd, SYNCMEM_IOC_REGION_INFO, &info))
+		return ~0ULL;
+	return info.waiters;
+}
+
+static inline uint64_t region_waiters(struct syncmem_region *r)
+{
+	return fd_waiters(syncmem_region_fd(r));
+}
+
+/* Poll until exactly @n waiters are queued (20 s at most); 1 if they are. */
+static inline int await_fd_waiters(int fd, uint64_t n)
+{
+	for (int i = 0; i < 20000; i++) {
+		if (fd_waiters(fd) == n)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static inline int await_waiters(struct syncmem_region *r, uint64_t n)
+{
+	return await_fd_waiters(syncmem_region_fd(r), n);
+}
+
 /*
  * Reap stress children while releasing whoever still waits on @words with
  * notify-all, adding those wake-ups to @notified. 0 when all @n exited 0.

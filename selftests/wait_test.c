@@ -49,26 +49,6 @@ FIXTURE_TEARDOWN(wait)
 	syncmem_close(self->r);
 }
 
-static uint64_t region_waiters(int fd)
-{
-	struct syncmem_region_info info;
-
-	if (ioctl(fd, SYNCMEM_IOC_REGION_INFO, &info))
-		return ~0ULL;
-	return info.waiters;
-}
-
-/* Poll until @n waiters are queued in the region (10 s at most). */
-static int await_waiters(int fd, uint64_t n)
-{
-	for (int i = 0; i < 10000; i++) {
-		if (region_waiters(fd) == n)
-			return 1;
-		usleep(1000);
-	}
-	return 0;
-}
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -115,7 +95,7 @@ TEST_F(wait, not_equal_returns_at_once_and_queues_nothing)
 	EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait64(self->r, &self->sh->word8, 0, SYNCMEM_FOREVER));
 	/* 64-bit compare uses all 64 bits. */
 	EXPECT_EQ(SYNCMEM_NOT_EQUAL, syncmem_wait64(self->r, &self->sh->word8, 0x200000000ULL, 0));
-	EXPECT_EQ(0, region_waiters(self->fd));
+	EXPECT_EQ(0, fd_waiters(self->fd));
 	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
 }
 
@@ -137,7 +117,7 @@ TEST_F(wait, fifo_order_across_processes_and_threads)
 			pids[i] = spawn_waiter_process(&args[i]);
 			ASSERT_LT(0, pids[i]);
 		}
-		ASSERT_TRUE(await_waiters(self->fd, i + 1));
+		ASSERT_TRUE(await_fd_waiters(self->fd, i + 1));
 	}
 	for (i = 0; i < N; i++) {
 		ASSERT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
@@ -171,13 +151,13 @@ TEST_F(wait, notify_counts_are_exact)
 					       SYNCMEM_FOREVER };
 		ASSERT_EQ(0, pthread_create(&threads[i], NULL, waiter_thread, &args[i]));
 	}
-	ASSERT_TRUE(await_waiters(self->fd, 5));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 5));
 	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, 0));
-	EXPECT_EQ(5, region_waiters(self->fd));
+	EXPECT_EQ(5, fd_waiters(self->fd));
 	EXPECT_EQ(2, syncmem_notify(self->r, &self->sh->word, 2));
-	EXPECT_EQ(3, region_waiters(self->fd));
+	EXPECT_EQ(3, fd_waiters(self->fd));
 	EXPECT_EQ(3, syncmem_notify(self->r, &self->sh->word, 100));
-	EXPECT_EQ(0, region_waiters(self->fd));
+	EXPECT_EQ(0, fd_waiters(self->fd));
 	for (i = 0; i < 5; i++) {
 		pthread_join(threads[i], NULL);
 		EXPECT_EQ(SYNCMEM_OK, self->sh->results[i]);
@@ -209,23 +189,23 @@ TEST_F(wait, other_offsets_are_untouched_and_widths_share_a_queue)
 	ASSERT_LE(0, p64);
 	if (p64 == 0)
 		_exit(syncmem_wait64(self->r, &self->sh->word8, 0, SYNCMEM_FOREVER));
-	ASSERT_TRUE(await_waiters(self->fd, 1));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 1));
 	ASSERT_EQ(0, pthread_create(&t32, NULL, waiter_thread, &a32));
-	ASSERT_TRUE(await_waiters(self->fd, 2));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 2));
 	/* Offset 12 (8 + 4) and offset 4 are other queues. */
 	ASSERT_EQ(0, pthread_create(&t12, NULL, waiter_thread, &a12));
 	ASSERT_EQ(0, pthread_create(&t4, NULL, waiter_thread, &a4));
-	ASSERT_TRUE(await_waiters(self->fd, 4));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 4));
 
 	EXPECT_EQ(2, syncmem_notify(self->r, &self->sh->word8, SYNCMEM_ALL));
 	EXPECT_EQ(SYNCMEM_OK, wait_exit(p64));
 	pthread_join(t32, NULL);
-	EXPECT_EQ(2, region_waiters(self->fd));
+	EXPECT_EQ(2, fd_waiters(self->fd));
 	EXPECT_EQ(1, syncmem_notify(self->r, (uint32_t *)&self->sh->word8 + 1, SYNCMEM_ALL));
 	pthread_join(t12, NULL);
 	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word4, SYNCMEM_ALL));
 	pthread_join(t4, NULL);
-	EXPECT_EQ(0, region_waiters(self->fd));
+	EXPECT_EQ(0, fd_waiters(self->fd));
 }
 
 TEST_F(wait, timeouts)
@@ -253,7 +233,7 @@ TEST_F(wait, timeouts)
 	EXPECT_EQ(SYNCMEM_WAIT_TIMED_OUT, raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
 	raw.expected = 3;
 	EXPECT_EQ(SYNCMEM_WAIT_NOT_EQUAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
-	EXPECT_EQ(0, region_waiters(self->fd));
+	EXPECT_EQ(0, fd_waiters(self->fd));
 }
 
 static _Atomic uint32_t *handled_counter;
@@ -286,14 +266,14 @@ TEST_F(wait, signal_handler_does_not_end_the_wait)
 		_exit(syncmem_wait32(self->r, &self->sh->word, 0, SYNCMEM_FOREVER));
 	}
 	for (i = 1; i <= 5; i++) {
-		ASSERT_TRUE(await_waiters(self->fd, 1));
+		ASSERT_TRUE(await_fd_waiters(self->fd, 1));
 		ASSERT_EQ(0, kill(pid, SIGUSR1));
 		for (int t = 0; t < 10000 && atomic_load(&self->sh->handled) != (uint32_t)i; t++)
 			usleep(1000);
 		ASSERT_EQ(i, atomic_load(&self->sh->handled));
 	}
 	/* Still waiting after five handler runs; a notify ends it with OK. */
-	ASSERT_TRUE(await_waiters(self->fd, 1));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 1));
 	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
 	EXPECT_EQ(SYNCMEM_OK, wait_exit(pid));
 }
@@ -315,7 +295,7 @@ TEST_F(wait, signals_keep_the_deadline)
 		*took = now_ns() - t0;
 		_exit(ret);
 	}
-	ASSERT_TRUE(await_waiters(self->fd, 1));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 1));
 	for (int i = 0; i < 6; i++) {
 		kill(pid, SIGUSR1);
 		usleep(40000);
@@ -337,11 +317,11 @@ TEST_F(wait, sigkill_of_a_queued_waiter)
 					    SYNCMEM_FOREVER };
 		pids[i] = spawn_waiter_process(&a[i]);
 		ASSERT_LT(0, pids[i]);
-		ASSERT_TRUE(await_waiters(self->fd, i + 1));
+		ASSERT_TRUE(await_fd_waiters(self->fd, i + 1));
 	}
 	ASSERT_EQ(0, kill(pids[1], SIGKILL));
 	EXPECT_EQ(128 + SIGKILL, wait_exit(pids[1]));
-	EXPECT_EQ(2, region_waiters(self->fd));
+	EXPECT_EQ(2, fd_waiters(self->fd));
 	/* Only the live waiters are counted, in their order. */
 	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
 	EXPECT_EQ(0, wait_exit(pids[0]));
@@ -387,7 +367,7 @@ TEST_F_TIMEOUT(wait, ten_thousand_waiters_one_notify_all, 600)
 	for (i = 0; i < N; i++) {
 		ASSERT_EQ(0, pthread_create(&threads[i], &attr, plain_waiter, &arg));
 	}
-	ASSERT_TRUE(await_waiters(self->fd, N));
+	ASSERT_TRUE(await_fd_waiters(self->fd, N));
 	dev = dev_open();
 	st = get_stats(dev);
 	EXPECT_EQ(N, st.waiters);
@@ -413,23 +393,23 @@ TEST_F(wait, handoff_with_and_without_a_waiter)
 	EXPECT_EQ(7, self->sh->word4);
 	EXPECT_EQ(0, syncmem_handoff64(self->r, &self->sh->word8, 0x123456789ULL));
 	EXPECT_EQ(0x123456789ULL, self->sh->word8);
-	EXPECT_EQ(0, region_waiters(self->fd));
+	EXPECT_EQ(0, fd_waiters(self->fd));
 
 	/* Two waiters: the hand-off wakes the oldest and leaves the word alone. */
 	first = fork();
 	ASSERT_LE(0, first);
 	if (first == 0)
 		_exit(raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
-	ASSERT_TRUE(await_waiters(self->fd, 1));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 1));
 	second = fork();
 	ASSERT_LE(0, second);
 	if (second == 0)
 		_exit(raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
-	ASSERT_TRUE(await_waiters(self->fd, 2));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 2));
 	EXPECT_EQ(1, syncmem_handoff32(self->r, &self->sh->word, 9));
 	EXPECT_EQ(0, self->sh->word);
 	EXPECT_EQ(SYNCMEM_WAIT_HANDED_OFF, wait_exit(first));
-	EXPECT_EQ(1, region_waiters(self->fd));
+	EXPECT_EQ(1, fd_waiters(self->fd));
 	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
 	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(second));
 }
@@ -549,7 +529,7 @@ TEST(waiter_outlives_the_name_and_other_users)
 		pthread_join(t, NULL);
 		_exit(0);
 	}
-	ASSERT_TRUE(await_waiters(syncmem_region_fd(r), 1));
+	ASSERT_TRUE(await_fd_waiters(syncmem_region_fd(r), 1));
 	ASSERT_EQ(0, syncmem_unlink(name));
 	syncmem_close(r);
 	EXPECT_EQ(before.regions + 1, get_stats(dev).regions);
@@ -682,7 +662,7 @@ TEST(stress_every_wake_is_claimed_once)
 	EXPECT_LT(0, atomic_load(&st->handed_off));
 	EXPECT_LT(0, atomic_load(&st->timed_out));
 	EXPECT_LT(0, atomic_load(&st->handler_runs));
-	EXPECT_EQ(0, region_waiters(syncmem_region_fd(r)));
+	EXPECT_EQ(0, fd_waiters(syncmem_region_fd(r)));
 	TH_LOG("woken %llu, handed off %llu, timed out %llu, handler runs %llu",
 	       (unsigned long long)st->woken, (unsigned long long)st->handed_off,
 	       (unsigned long long)st->timed_out, (unsigned long long)st->handler_runs);
