@@ -219,36 +219,21 @@ static void syncmem_waiter_unlink(struct syncmem_region *r,
 	atomic64_dec(&syncmem_nr_waiters);
 }
 
-/* Waiters a notify or hand-off claimed, to finish once the queue lock is dropped. */
-#define SYNCMEM_WAKE_BATCH 16
-struct syncmem_claimed {
-	struct list_head done;		/* async waiters to complete */
-	struct task_struct *tasks[SYNCMEM_WAKE_BATCH];	/* sleepers to wake */
-	unsigned int nr_tasks;
-};
-
-static void syncmem_claimed_init(struct syncmem_claimed *c)
-{
-	INIT_LIST_HEAD(&c->done);
-	c->nr_tasks = 0;
-}
-
 /*
  * Called with w->q->lock held: claim @w for a notify or hand-off. A blocked
- * WAIT is woken once the queue lock is dropped (the first SYNCMEM_WAKE_BATCH
- * of them; any more right away), so the woken task does not run into the
- * lock; an async waiter goes on @c->done, to be completed then too.
+ * WAIT is woken at once; an async waiter goes on @done, to be completed once
+ * the queue lock is dropped.
  */
 static void syncmem_waiter_wake(struct syncmem_region *r,
 				struct syncmem_waiter *w, int state,
-				struct syncmem_claimed *c)
+				struct list_head *done)
 {
 	struct task_struct *task;
 
 	syncmem_waiter_unlink(r, w);
 	if (w->async) {
 		w->state = state;
-		list_add_tail(&w->node, &c->done);
+		list_add_tail(&w->node, done);
 		return;
 	}
 	task = container_of(w, struct syncmem_sync_waiter, w)->task;
@@ -256,28 +241,19 @@ static void syncmem_waiter_wake(struct syncmem_region *r,
 	/*
 	 * The last access to *w: once the sleeper sees the new state it
 	 * returns and its stack frame is gone. Release orders the unlink
-	 * before it. A sleeper that has not gone to sleep yet sees the state
-	 * and never sleeps; one that has is woken below or after the unlock.
+	 * before it.
 	 */
 	smp_store_release(&w->state, state);
-	if (c->nr_tasks < SYNCMEM_WAKE_BATCH) {
-		c->tasks[c->nr_tasks++] = task;
-		return;
-	}
 	wake_up_process(task);
 	put_task_struct(task);
 }
 
-/* Wake and complete what a notify or hand-off claimed (queue lock dropped). */
-static void syncmem_complete_claimed(struct syncmem_claimed *c)
+/* Complete the async waiters a notify or hand-off claimed. */
+static void syncmem_complete_claimed(struct list_head *done)
 {
 	struct syncmem_waiter *w, *tmp;
 
-	for (unsigned int i = 0; i < c->nr_tasks; i++) {
-		wake_up_process(c->tasks[i]);
-		put_task_struct(c->tasks[i]);
-	}
-	list_for_each_entry_safe(w, tmp, &c->done, node) {
+	list_for_each_entry_safe(w, tmp, done, node) {
 		list_del(&w->node);
 		syncmem_async_complete_waiter(w, w->state == SYNCMEM_W_HANDED_OFF ?
 					      SYNCMEM_WAIT_HANDED_OFF :
@@ -484,7 +460,7 @@ static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *ar
 
 struct syncmem_notify_ctx {
 	u32 count;
-	struct syncmem_claimed claimed;
+	struct list_head done;	/* claimed async waiters */
 };
 
 static long syncmem_notify_locked(struct syncmem_region *r,
@@ -497,7 +473,7 @@ static long syncmem_notify_locked(struct syncmem_region *r,
 	if (!q)
 		return 0;
 	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
-		syncmem_waiter_wake(r, w, SYNCMEM_W_WOKEN, &ctx->claimed);
+		syncmem_waiter_wake(r, w, SYNCMEM_W_WOKEN, &ctx->done);
 		if (++woken == ctx->count || woken == INT_MAX)
 			break;
 	}
@@ -511,16 +487,16 @@ static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
 
 	if (!count)
 		return 0;
-	syncmem_claimed_init(&ctx.claimed);
+	INIT_LIST_HEAD(&ctx.done);
 	smp_mb();	/* see syncmem_wait_locked() */
 	woken = syncmem_queue_call(r, offset, false, syncmem_notify_locked, &ctx);
-	syncmem_complete_claimed(&ctx.claimed);
+	syncmem_complete_claimed(&ctx.done);
 	return woken;
 }
 
 struct syncmem_handoff_ctx {
 	const struct syncmem_handoff *arg;
-	struct syncmem_claimed claimed;
+	struct list_head done;
 };
 
 static long syncmem_handoff_locked(struct syncmem_region *r,
@@ -535,7 +511,7 @@ static long syncmem_handoff_locked(struct syncmem_region *r,
 	}
 	syncmem_waiter_wake(r, list_first_entry(&q->waiters,
 						struct syncmem_waiter, node),
-			    SYNCMEM_W_HANDED_OFF, &ctx->claimed);
+			    SYNCMEM_W_HANDED_OFF, &ctx->done);
 	return SYNCMEM_HANDOFF_WOKE;
 }
 
@@ -545,12 +521,12 @@ static long syncmem_handoff(struct syncmem_region *r,
 	struct syncmem_handoff_ctx ctx = { .arg = arg };
 	long ret;
 
-	syncmem_claimed_init(&ctx.claimed);
+	INIT_LIST_HEAD(&ctx.done);
 	smp_mb();	/* see syncmem_wait_locked() */
 	/* Created if absent: a concurrent waiter must see the store or us. */
 	ret = syncmem_queue_call(r, arg->offset, true, syncmem_handoff_locked,
 				 &ctx);
-	syncmem_complete_claimed(&ctx.claimed);
+	syncmem_complete_claimed(&ctx.done);
 	return ret;
 }
 
