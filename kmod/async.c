@@ -138,6 +138,12 @@ static void syncmem_async_complete(struct syncmem_async *a, int result)
 	struct syncmem_handle *h = a->h;
 	bool closed;
 
+	/*
+	 * Once the record is on the list, its reader may free @a and close
+	 * the handle before we signal: keep the handle alive until then.
+	 */
+	kref_get(&h->ref);
+
 	/* A timer that already fired hands its reference to the work item. */
 	if (a->timed && hrtimer_try_to_cancel(&to_timed(a)->timer) == 1)
 		refcount_dec(&a->ref);	/* never the last: the owner's is held */
@@ -154,10 +160,11 @@ static void syncmem_async_complete(struct syncmem_async *a, int result)
 
 	if (closed) {
 		syncmem_async_put(a);	/* the owner's: nobody will read it */
-		return;
+	} else {
+		wake_up_interruptible_poll(&h->wq, EPOLLIN | EPOLLRDNORM);
+		syncmem_handle_signal(h);
 	}
-	wake_up_interruptible_poll(&h->wq, EPOLLIN | EPOLLRDNORM);
-	syncmem_handle_signal(h);
+	syncmem_handle_put(h);
 }
 
 /* A notify or hand-off claimed an async waiter (wait.c). */
