@@ -765,4 +765,37 @@ TEST(stress_async_sync_notify_cancel)
 	close(dev);
 }
 
+/*
+ * A completion racing with its reader: the waiter process reads its record
+ * and exits (closing the handle) while the notifier may still be signalling
+ * that handle. Regression test for a use-after-free of the handle.
+ */
+TEST(completion_races_with_the_waiters_exit)
+{
+	struct syncmem_region *r;
+	uint32_t *word;
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	word = syncmem_base(r);
+	for (int i = 0; i < 200; i++) {
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			struct syncmem_loop *loop;
+
+			if (syncmem_loop_new(&loop) ||
+			    syncmem_wait_async32(loop, r, word, 0, SYNCMEM_FOREVER, noop_cb, NULL,
+						 NULL) != SYNCMEM_PENDING ||
+			    syncmem_loop_run(loop))
+				_exit(1);
+			_exit(0);	/* no loop_free: exit closes the handle */
+		}
+		ASSERT_TRUE(await_waiters(r, 1));
+		ASSERT_EQ(1, syncmem_notify(r, word, 1));
+		ASSERT_EQ(0, wait_exit(pid));
+	}
+	syncmem_close(r);
+}
+
 TEST_HARNESS_MAIN
