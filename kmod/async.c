@@ -254,6 +254,38 @@ static int syncmem_handle_reserve(struct syncmem_handle *h)
 	return err;
 }
 
+/*
+ * A new async wait of @h with the owner's reference, taking a slot, a
+ * handle reference and the caller's reference on @r (may be NULL). On
+ * failure nothing is taken: ERR_PTR(-EAGAIN) or ERR_PTR(-ENOMEM).
+ */
+static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
+					       u64 deadline, u64 user_data,
+					       struct syncmem_region *r)
+{
+	struct syncmem_async *a;
+	int err = syncmem_handle_reserve(h);
+
+	if (err)
+		return ERR_PTR(err);
+	a = syncmem_async_alloc(deadline);
+	if (!a) {
+		spin_lock(&h->lock);
+		h->nr_outstanding--;
+		spin_unlock(&h->lock);
+		return ERR_PTR(-ENOMEM);
+	}
+	atomic64_inc(&syncmem_nr_async);
+	a->w.async = true;
+	refcount_set(&a->ref, 1);
+	a->user_data = user_data;
+	a->region = r;
+	a->h = h;
+	kref_get(&h->ref);
+	INIT_LIST_HEAD(&a->node);
+	return a;
+}
+
 long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 {
 	struct syncmem_wait_async arg;
@@ -278,23 +310,11 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 	ret = syncmem_wait_check(r, &w);
 	if (ret)
 		goto out_region;
-	ret = syncmem_handle_reserve(h);
-	if (ret)
+	a = syncmem_async_new(h, arg.deadline_ns, arg.user_data, r);
+	if (IS_ERR(a)) {
+		ret = PTR_ERR(a);
 		goto out_region;
-
-	a = syncmem_async_alloc(arg.deadline_ns);
-	if (!a) {
-		ret = -ENOMEM;
-		goto out_unreserve;
 	}
-	atomic64_inc(&syncmem_nr_async);
-	a->w.async = true;
-	refcount_set(&a->ref, 1);
-	a->user_data = arg.user_data;
-	a->region = r;
-	a->h = h;
-	kref_get(&h->ref);
-	INIT_LIST_HEAD(&a->node);
 
 	spin_lock(&h->lock);
 	ret = rhashtable_lookup_insert_fast(&h->pending, &a->hnode,
@@ -320,10 +340,6 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 	syncmem_async_put(a);
 	return ret;
 
-out_unreserve:
-	spin_lock(&h->lock);
-	h->nr_outstanding--;
-	spin_unlock(&h->lock);
 out_region:
 	syncmem_region_put(r);
 	return ret;
@@ -333,30 +349,14 @@ long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg)
 {
 	struct syncmem_post arg;
 	struct syncmem_async *a;
-	long ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.flags)
 		return -EINVAL;
-	ret = syncmem_handle_reserve(h);
-	if (ret)
-		return ret;
-	a = syncmem_async_alloc(SYNCMEM_NO_DEADLINE);
-	if (!a) {
-		spin_lock(&h->lock);
-		h->nr_outstanding--;
-		spin_unlock(&h->lock);
-		return -ENOMEM;
-	}
-	atomic64_inc(&syncmem_nr_async);
-	a->w.async = true;
-	refcount_set(&a->ref, 1);
-	a->user_data = arg.user_data;
-	a->region = NULL;
-	a->h = h;
-	kref_get(&h->ref);
-	INIT_LIST_HEAD(&a->node);
+	a = syncmem_async_new(h, SYNCMEM_NO_DEADLINE, arg.user_data, NULL);
+	if (IS_ERR(a))
+		return PTR_ERR(a);
 	/* Never queued on a word: it is complete from the start. */
 	syncmem_async_complete(a, arg.result);
 	return 0;
