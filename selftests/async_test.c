@@ -47,14 +47,6 @@ FIXTURE_TEARDOWN(async)
 	syncmem_close(self->r);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Counts callbacks per slot and remembers the last result. */
 struct cb_slot {
 	int calls;

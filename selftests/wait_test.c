@@ -49,14 +49,6 @@ FIXTURE_TEARDOWN(wait)
 	syncmem_close(self->r);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 struct waiter_arg {
 	struct syncmem_region *r;
 	struct shared *sh;
