@@ -551,6 +551,24 @@ TEST_F(async, raw_interface_and_bad_arguments)
 	c = (struct syncmem_cancel){ .flags = SYNCMEM_CANCEL_ALL };
 	EXPECT_EQ(0, raw_ioctl(h, SYNCMEM_IOC_CANCEL, &c));
 
+	/* Posting a record directly. */
+	{
+		struct syncmem_post post = { .user_data = 99, .result = -ECANCELED, .flags = 1 };
+		unsigned long long cap = get_param("max_async_waits");
+
+		EXPECT_EQ(-EINVAL, raw_ioctl(h, SYNCMEM_IOC_POST, &post));
+		EXPECT_EQ(-EFAULT, raw_ioctl(h, SYNCMEM_IOC_POST, NULL));
+		post.flags = 0;
+		ASSERT_EQ(0, set_param("max_async_waits", 1));
+		EXPECT_EQ(0, raw_ioctl(h, SYNCMEM_IOC_POST, &post));
+		EXPECT_EQ(-EAGAIN, raw_ioctl(h, SYNCMEM_IOC_POST, &post));	/* unread: slot held */
+		ASSERT_EQ(0, set_param("max_async_waits", cap));
+		EXPECT_TRUE(fd_readable(h));
+		ASSERT_EQ((ssize_t)sizeof(recs[0]), read(h, recs, sizeof(recs)));
+		EXPECT_EQ(99, recs[0].user_data);
+		EXPECT_EQ(-ECANCELED, recs[0].result);
+	}
+
 	/* Async waits belong to handles, not to region fds. */
 	EXPECT_EQ(-ENOTTY, raw_ioctl(rfd, SYNCMEM_IOC_WAIT_ASYNC, &w));
 
