@@ -298,7 +298,7 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		return -EFAULT;
 	if (arg.flags || arg.pad)
 		return -EINVAL;
-	r = syncmem_region_get_fd(arg.region_fd);
+	r = syncmem_region_get_fd(arg.region_fd, false);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
 	w = (struct syncmem_wait){
@@ -556,6 +556,7 @@ struct syncmem_handle *syncmem_handle_create(void)
 	INIT_LIST_HEAD(&h->pending_list);
 	INIT_LIST_HEAD(&h->cq);
 	init_waitqueue_head(&h->wq);
+	syncmem_on_close_init(h);
 	return h;
 }
 

@@ -44,6 +44,7 @@ static int syncmem_dev_open(struct inode *inode, struct file *file)
 
 static int syncmem_dev_release(struct inode *inode, struct file *file)
 {
+	syncmem_on_close_run(file->private_data);
 	syncmem_handle_close(file->private_data);
 	atomic_dec(&syncmem_nr_handles);
 	return 0;
@@ -84,7 +85,8 @@ static long syncmem_ioctl_version(void __user *uarg)
 		.abi_version	 = SYNCMEM_ABI_VERSION,
 		.name_max	 = SYNCMEM_NAME_MAX,
 		.features	 = SYNCMEM_FEAT_REGIONS | SYNCMEM_FEAT_WAIT |
-				   SYNCMEM_FEAT_ASYNC,
+				   SYNCMEM_FEAT_ASYNC | SYNCMEM_FEAT_HANDOFF_ADD |
+				   SYNCMEM_FEAT_ON_CLOSE,
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = READ_ONCE(syncmem_max_regions),
 		.max_total_bytes = READ_ONCE(syncmem_max_total_bytes),
@@ -181,6 +183,10 @@ static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 		return syncmem_ioctl_cancel(h, uarg);
 	case SYNCMEM_IOC_POST:
 		return syncmem_ioctl_post(h, uarg);
+	case SYNCMEM_IOC_ARM_ON_CLOSE:
+		return syncmem_ioctl_arm_on_close(h, uarg);
+	case SYNCMEM_IOC_DISARM:
+		return syncmem_ioctl_disarm(h, uarg);
 	case SYNCMEM_IOC_VERSION:
 		return syncmem_ioctl_version(uarg);
 	case SYNCMEM_IOC_REGION_OPEN:

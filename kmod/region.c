@@ -270,11 +270,12 @@ static const struct file_operations syncmem_region_fops = {
 /**
  * syncmem_region_get_fd - the region behind a region fd, with a reference
  * @fd:		A file descriptor of the caller.
+ * @writable:	Refuse a read-only fd.
  *
- * Returns the region or ERR_PTR(-EBADF) for a bad fd, ERR_PTR(-EINVAL) for a
- * file that is not a syncmem region.
+ * Returns the region or ERR_PTR(-EBADF) for a bad fd (or a read-only one
+ * when @writable), ERR_PTR(-EINVAL) for a file that is not a syncmem region.
  */
-struct syncmem_region *syncmem_region_get_fd(int fd)
+struct syncmem_region *syncmem_region_get_fd(int fd, bool writable)
 {
 	struct syncmem_region *r = ERR_PTR(-EINVAL);
 	struct fd f = fdget(fd);
@@ -282,6 +283,10 @@ struct syncmem_region *syncmem_region_get_fd(int fd)
 	if (!f.file)
 		return ERR_PTR(-EBADF);
 	if (f.file->f_op == &syncmem_region_fops) {
+		if (writable && !(f.file->f_mode & FMODE_WRITE)) {
+			fdput(f);
+			return ERR_PTR(-EBADF);
+		}
 		r = f.file->private_data;
 		kref_get(&r->ref);
 	}

@@ -83,6 +83,11 @@ struct syncmem_handle {
 	wait_queue_head_t wq;		/* readers and pollers */
 	struct mutex eventfd_mutex;
 	struct eventfd_ctx *eventfd;	/* under eventfd_mutex */
+
+	/* Actions run when the handle is released (on_close.c). */
+	struct list_head on_close;
+	unsigned int nr_on_close;
+	spinlock_t on_close_lock;	/* on_close, nr_on_close */
 };
 
 /* Module parameters (main.c). */
@@ -95,7 +100,7 @@ extern unsigned int syncmem_max_async_waits;
 struct syncmem_region *syncmem_region_create(u64 size, u32 name_len);
 void syncmem_region_put(struct syncmem_region *r);
 int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly);
-struct syncmem_region *syncmem_region_get_fd(int fd);
+struct syncmem_region *syncmem_region_get_fd(int fd, bool writable);
 void syncmem_region_stats(u64 *regions, u64 *bytes);
 
 /* wait.c */
@@ -112,6 +117,10 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 int syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 			 int state);
 void syncmem_waiter_release(struct syncmem_waiter *w);
+int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
+		       u64 value);
+long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
+			    u64 value);
 long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
@@ -131,6 +140,12 @@ ssize_t syncmem_handle_read(struct syncmem_handle *h, char __user *buf,
 __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 			     poll_table *pt);
 void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result);
+
+/* on_close.c */
+void syncmem_on_close_init(struct syncmem_handle *h);
+void syncmem_on_close_run(struct syncmem_handle *h);
+long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg);
+long syncmem_ioctl_disarm(struct syncmem_handle *h, void __user *uarg);
 
 /* names.c */
 struct syncmem_region *syncmem_names_open(const char *name, u32 name_len,

@@ -279,6 +279,25 @@ static void syncmem_word_write(struct syncmem_region *r, u64 offset, u32 size,
 		WRITE_ONCE(*(u64 *)p, value);
 }
 
+/* Add @value to the word atomically: user space may CAS it meanwhile. */
+static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
+			     u64 value)
+{
+	void *p = r->kaddr + offset;
+
+	if (size == 4) {
+		u32 old = READ_ONCE(*(u32 *)p);
+
+		while (!try_cmpxchg((u32 *)p, &old, old + (u32)value))
+			;
+	} else {
+		u64 old = READ_ONCE(*(u64 *)p);
+
+		while (!try_cmpxchg((u64 *)p, &old, old + value))
+			;
+	}
+}
+
 /* A naturally aligned word of @size bytes wholly inside the region. */
 static int syncmem_check_word(struct syncmem_region *r, u64 offset, u32 size,
 			      u64 value)
@@ -494,6 +513,30 @@ static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
 	return woken;
 }
 
+/**
+ * syncmem_store_wake_all - store a value into a word, then wake all waiters
+ * @r:		The region (a reference is held by the caller).
+ * @offset:	The word, validated with syncmem_word_check().
+ * @size:	4 or 8.
+ * @value:	The value to store.
+ *
+ * The store comes first, so a waiter entering afterwards sees the new value
+ * and one already queued is woken. Returns the number woken.
+ */
+long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
+			    u64 value)
+{
+	syncmem_word_write(r, offset, size, value);
+	return syncmem_notify(r, offset, U32_MAX);
+}
+
+/* Validate a word of @r: naturally aligned, inside, @value fits @size. */
+int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
+		       u64 value)
+{
+	return syncmem_check_word(r, offset, size, value);
+}
+
 struct syncmem_handoff_ctx {
 	const struct syncmem_handoff *arg;
 	struct list_head done;
@@ -506,7 +549,10 @@ static long syncmem_handoff_locked(struct syncmem_region *r,
 	const struct syncmem_handoff *arg = ctx->arg;
 
 	if (list_empty(&q->waiters)) {
-		syncmem_word_write(r, arg->offset, arg->size, arg->value);
+		if (arg->flags & SYNCMEM_HANDOFF_ADD)
+			syncmem_word_add(r, arg->offset, arg->size, arg->value);
+		else
+			syncmem_word_write(r, arg->offset, arg->size, arg->value);
 		return SYNCMEM_HANDOFF_STORED;
 	}
 	syncmem_waiter_wake(r, list_first_entry(&q->waiters,
@@ -573,7 +619,7 @@ long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags)
+	if (arg.flags & ~SYNCMEM_HANDOFF_FLAGS)
 		return -EINVAL;
 	err = syncmem_check_word(r, arg.offset, arg.size, arg.value);
 	if (err)

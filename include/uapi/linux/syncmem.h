@@ -28,6 +28,8 @@
 #define SYNCMEM_FEAT_REGIONS		(1ULL << 0)
 #define SYNCMEM_FEAT_WAIT		(1ULL << 1)  /* WAIT, NOTIFY, HANDOFF */
 #define SYNCMEM_FEAT_ASYNC		(1ULL << 2)  /* WAIT_ASYNC, CANCEL, completions */
+#define SYNCMEM_FEAT_HANDOFF_ADD	(1ULL << 3)  /* SYNCMEM_HANDOFF_ADD */
+#define SYNCMEM_FEAT_ON_CLOSE		(1ULL << 4)  /* ARM_ON_CLOSE, DISARM */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -187,6 +189,10 @@ struct syncmem_notify {
 	__u32 flags;
 };
 
+/* Bits of struct syncmem_handoff.flags. */
+#define SYNCMEM_HANDOFF_ADD		(1U << 0)  /* add @value instead of storing it */
+#define SYNCMEM_HANDOFF_FLAGS		SYNCMEM_HANDOFF_ADD
+
 /* Results of SYNCMEM_IOC_HANDOFF. */
 #define SYNCMEM_HANDOFF_STORED		0  /* nobody waited: @value was stored */
 #define SYNCMEM_HANDOFF_WOKE		1  /* the oldest waiter was handed off */
@@ -194,14 +200,17 @@ struct syncmem_notify {
 /**
  * struct syncmem_handoff - wake the oldest waiter, or else store a value
  * @offset:	In: byte offset of the word, a multiple of @size.
- * @value:	In: stored into the word when nobody waits on it. With @size 4
- *		only the low 32 bits may be set.
+ * @value:	In: stored into the word when nobody waits on it (or added to
+ *		it, with SYNCMEM_HANDOFF_ADD). With @size 4 only the low 32
+ *		bits may be set.
  * @size:	In: 4 or 8.
- * @flags:	In: must be zero.
+ * @flags:	In: SYNCMEM_HANDOFF_* bits.
  *
  * Under the queue's lock: if a waiter is queued on @offset, wake the oldest
  * (its WAIT returns SYNCMEM_WAIT_HANDED_OFF) and leave the word alone;
- * otherwise store @value. Needs a writable region fd.
+ * otherwise store @value, or with SYNCMEM_HANDOFF_ADD atomically add it
+ * (modulo 2^(8 * @size)): a semaphore's post hands a unit to the oldest
+ * waiter or else counts it. Needs a writable region fd.
  */
 struct syncmem_handoff {
 	__u64 offset;
@@ -303,6 +312,53 @@ struct syncmem_post {
 	__u32 flags;
 };
 
+/* Most actions armed on one handle at a time. */
+#define SYNCMEM_ON_CLOSE_MAX		64
+
+/**
+ * struct syncmem_on_close - store and wake when the handle is released
+ * @region_fd:	In: a writable region fd holding the word.
+ * @size:	In: 4 or 8.
+ * @offset:	In: byte offset of the word, a multiple of @size.
+ * @value:	In: the value to store (with @size 4 only the low 32 bits).
+ * @user_data:	In: names the action for DISARM; unique among the handle's
+ *		armed actions.
+ * @flags:	In: must be zero.
+ * @pad:	Must be zero.
+ *
+ * When the handle's last file reference goes away (close, or the death of
+ * every process holding it), every action still armed stores its @value
+ * into its word and wakes all waiters of the word. It is how a process
+ * promises an outcome to others even if it dies: a single-flight leader arms
+ * "leader died" on its result word and disarms once it published a result.
+ * The action holds a reference on the region. Errors: -EBADF (not a
+ * writable region fd), -EEXIST (@user_data already armed), -ENOSPC
+ * (SYNCMEM_ON_CLOSE_MAX armed), -EINVAL.
+ */
+struct syncmem_on_close {
+	__s32 region_fd;
+	__u32 size;
+	__u64 offset;
+	__u64 value;
+	__u64 user_data;
+	__u32 flags;
+	__u32 pad;
+};
+
+/**
+ * struct syncmem_disarm - drop an armed on-close action (handle ioctl)
+ * @user_data:	In: the action's user_data.
+ * @flags:	In: must be zero.
+ * @pad:	Must be zero.
+ *
+ * Returns 0, or -ENOENT when no such action is armed.
+ */
+struct syncmem_disarm {
+	__u64 user_data;
+	__u32 flags;
+	__u32 pad;
+};
+
 #define SYNCMEM_IOC_MAGIC		0xD5
 
 /* On the /dev/syncmem handle. */
@@ -314,6 +370,8 @@ struct syncmem_post {
 #define SYNCMEM_IOC_WAIT_ASYNC		_IOW(SYNCMEM_IOC_MAGIC, 0x05, struct syncmem_wait_async)
 #define SYNCMEM_IOC_CANCEL		_IOW(SYNCMEM_IOC_MAGIC, 0x06, struct syncmem_cancel)
 #define SYNCMEM_IOC_POST		_IOW(SYNCMEM_IOC_MAGIC, 0x07, struct syncmem_post)
+#define SYNCMEM_IOC_ARM_ON_CLOSE	_IOW(SYNCMEM_IOC_MAGIC, 0x08, struct syncmem_on_close)
+#define SYNCMEM_IOC_DISARM		_IOW(SYNCMEM_IOC_MAGIC, 0x09, struct syncmem_disarm)
 
 /* On a region fd. */
 #define SYNCMEM_IOC_REGION_INFO		_IOR(SYNCMEM_IOC_MAGIC, 0x10, struct syncmem_region_info)

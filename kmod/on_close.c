@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * On-close actions: "store this value into that word and wake its waiters
+ * when my handle goes away". A process arms one before work others wait for
+ * and disarms it once it published the outcome; if it dies in between, the
+ * release of its handle publishes "died" for it, so nobody waits forever
+ * (the single-flight leader of libsyncmem uses it for -EOWNERDEAD).
+ *
+ * The list is short (SYNCMEM_ON_CLOSE_MAX) and only touched by arm, disarm
+ * and release, so a plain list under a spinlock is enough.
+ */
+#include <linux/err.h>
+#include <linux/list.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+
+#include "syncmem_core.h"
+
+struct syncmem_on_close_action {
+	struct list_head node;
+	struct syncmem_region *r;	/* holds a reference */
+	u64 offset;
+	u64 value;
+	u64 user_data;
+	u32 size;
+};
+
+void syncmem_on_close_init(struct syncmem_handle *h)
+{
+	INIT_LIST_HEAD(&h->on_close);
+	spin_lock_init(&h->on_close_lock);
+}
+
+static struct syncmem_on_close_action *
+syncmem_on_close_find(struct syncmem_handle *h, u64 user_data)
+{
+	struct syncmem_on_close_action *a;
+
+	lockdep_assert_held(&h->on_close_lock);
+	list_for_each_entry(a, &h->on_close, node)
+		if (a->user_data == user_data)
+			return a;
+	return NULL;
+}
+
+static void syncmem_on_close_free(struct syncmem_on_close_action *a)
+{
+	syncmem_region_put(a->r);
+	kfree(a);
+}
+
+long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
+{
+	struct syncmem_on_close_action *a;
+	struct syncmem_on_close arg;
+	struct syncmem_region *r;
+	long ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.pad)
+		return -EINVAL;
+	r = syncmem_region_get_fd(arg.region_fd, true);
+	if (IS_ERR(r))
+		return PTR_ERR(r);
+	ret = syncmem_word_check(r, arg.offset, arg.size, arg.value);
+	if (ret)
+		goto out_region;
+	a = kmalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
+	if (!a) {
+		ret = -ENOMEM;
+		goto out_region;
+	}
+	*a = (struct syncmem_on_close_action){
+		.r = r,
+		.offset = arg.offset,
+		.value = arg.value,
+		.user_data = arg.user_data,
+		.size = arg.size,
+	};
+
+	spin_lock(&h->on_close_lock);
+	if (syncmem_on_close_find(h, arg.user_data))
+		ret = -EEXIST;
+	else if (h->nr_on_close >= SYNCMEM_ON_CLOSE_MAX)
+		ret = -ENOSPC;
+	if (!ret) {
+		list_add_tail(&a->node, &h->on_close);
+		h->nr_on_close++;
+	}
+	spin_unlock(&h->on_close_lock);
+	if (!ret)
+		return 0;
+	kfree(a);
+out_region:
+	syncmem_region_put(r);
+	return ret;
+}
+
+long syncmem_ioctl_disarm(struct syncmem_handle *h, void __user *uarg)
+{
+	struct syncmem_on_close_action *a;
+	struct syncmem_disarm arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.pad)
+		return -EINVAL;
+	spin_lock(&h->on_close_lock);
+	a = syncmem_on_close_find(h, arg.user_data);
+	if (a) {
+		list_del(&a->node);
+		h->nr_on_close--;
+	}
+	spin_unlock(&h->on_close_lock);
+	if (!a)
+		return -ENOENT;
+	syncmem_on_close_free(a);
+	return 0;
+}
+
+/* The handle is being released: run what is still armed, oldest first. */
+void syncmem_on_close_run(struct syncmem_handle *h)
+{
+	struct syncmem_on_close_action *a, *tmp;
+	LIST_HEAD(armed);
+
+	spin_lock(&h->on_close_lock);
+	list_splice_init(&h->on_close, &armed);
+	h->nr_on_close = 0;
+	spin_unlock(&h->on_close_lock);
+
+	list_for_each_entry_safe(a, tmp, &armed, node) {
+		syncmem_store_wake_all(a->r, a->offset, a->size, a->value);
+		list_del(&a->node);
+		syncmem_on_close_free(a);
+	}
+}
