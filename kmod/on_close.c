@@ -21,9 +21,11 @@ struct syncmem_on_close_action {
 	struct list_head node;
 	struct syncmem_region *r;	/* holds a reference */
 	u64 offset;
+	u64 expected;
 	u64 value;
 	u64 user_data;
 	u32 size;
+	bool if_equal;
 };
 
 void syncmem_on_close_init(struct syncmem_handle *h)
@@ -59,7 +61,9 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags || arg.pad)
+	if ((arg.flags & ~SYNCMEM_ON_CLOSE_FLAGS) || arg.pad)
+		return -EINVAL;
+	if (arg.size == 4 && arg.expected > U32_MAX)
 		return -EINVAL;
 	r = syncmem_region_get_fd(arg.region_fd, true);
 	if (IS_ERR(r))
@@ -75,9 +79,11 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 	*a = (struct syncmem_on_close_action){
 		.r = r,
 		.offset = arg.offset,
+		.expected = arg.expected,
 		.value = arg.value,
 		.user_data = arg.user_data,
 		.size = arg.size,
+		.if_equal = arg.flags & SYNCMEM_ON_CLOSE_IF_EQUAL,
 	};
 
 	spin_lock(&h->on_close_lock);
@@ -132,7 +138,8 @@ void syncmem_on_close_run(struct syncmem_handle *h)
 	spin_unlock(&h->on_close_lock);
 
 	list_for_each_entry_safe(a, tmp, &armed, node) {
-		syncmem_store_wake_all(a->r, a->offset, a->size, a->value);
+		syncmem_store_wake_all(a->r, a->offset, a->size, a->if_equal,
+				       a->expected, a->value);
 		list_del(&a->node);
 		syncmem_on_close_free(a);
 	}

@@ -120,7 +120,7 @@ void syncmem_waiter_release(struct syncmem_waiter *w);
 int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
 		       u64 value);
 long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
-			    u64 value);
+			    bool if_equal, u64 expected, u64 value);
 long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);

@@ -513,20 +513,42 @@ static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
 	return woken;
 }
 
+/* Store @value if the word holds @expected, atomically; true if stored. */
+static bool syncmem_word_cmpxchg(struct syncmem_region *r, u64 offset,
+				 u32 size, u64 expected, u64 value)
+{
+	void *p = r->kaddr + offset;
+
+	if (size == 4) {
+		u32 old = expected;
+
+		return try_cmpxchg((u32 *)p, &old, (u32)value);
+	}
+	return try_cmpxchg((u64 *)p, &expected, value);
+}
+
 /**
  * syncmem_store_wake_all - store a value into a word, then wake all waiters
  * @r:		The region (a reference is held by the caller).
  * @offset:	The word, validated with syncmem_word_check().
  * @size:	4 or 8.
+ * @if_equal:	Only if the word holds @expected (compared atomically).
+ * @expected:	See @if_equal.
  * @value:	The value to store.
  *
  * The store comes first, so a waiter entering afterwards sees the new value
- * and one already queued is woken. Returns the number woken.
+ * and one already queued is woken. Returns the number woken, or -EAGAIN when
+ * @if_equal and the word held something else (nothing stored or woken).
  */
 long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
-			    u64 value)
+			    bool if_equal, u64 expected, u64 value)
 {
-	syncmem_word_write(r, offset, size, value);
+	if (if_equal) {
+		if (!syncmem_word_cmpxchg(r, offset, size, expected, value))
+			return -EAGAIN;
+	} else {
+		syncmem_word_write(r, offset, size, value);
+	}
 	return syncmem_notify(r, offset, U32_MAX);
 }
 

@@ -315,30 +315,38 @@ struct syncmem_post {
 /* Most actions armed on one handle at a time. */
 #define SYNCMEM_ON_CLOSE_MAX		64
 
+/* Bits of struct syncmem_on_close.flags. */
+#define SYNCMEM_ON_CLOSE_IF_EQUAL	(1U << 0)  /* only if the word holds @expected */
+#define SYNCMEM_ON_CLOSE_FLAGS		SYNCMEM_ON_CLOSE_IF_EQUAL
+
 /**
  * struct syncmem_on_close - store and wake when the handle is released
  * @region_fd:	In: a writable region fd holding the word.
  * @size:	In: 4 or 8.
  * @offset:	In: byte offset of the word, a multiple of @size.
- * @value:	In: the value to store (with @size 4 only the low 32 bits).
+ * @expected:	In: with SYNCMEM_ON_CLOSE_IF_EQUAL, act only if the word
+ *		still holds this value then (compared and stored atomically).
+ * @value:	In: the value to store.
  * @user_data:	In: names the action for DISARM; unique among the handle's
  *		armed actions.
- * @flags:	In: must be zero.
+ * @flags:	In: SYNCMEM_ON_CLOSE_* bits.
  * @pad:	Must be zero.
  *
- * When the handle's last file reference goes away (close, or the death of
+ * When the handle's last file reference goes away (close, or the exit of
  * every process holding it), every action still armed stores its @value
  * into its word and wakes all waiters of the word. It is how a process
- * promises an outcome to others even if it dies: a single-flight leader arms
- * "leader died" on its result word and disarms once it published a result.
- * The action holds a reference on the region. Errors: -EBADF (not a
- * writable region fd), -EEXIST (@user_data already armed), -ENOSPC
- * (SYNCMEM_ON_CLOSE_MAX armed), -EINVAL.
+ * promises an outcome to others even if it dies: a single-flight leader
+ * arms "leader died if still running" on its result word and disarms once
+ * it published the result. With @size 4 only the low 32 bits of @value and
+ * @expected may be set. The action holds a reference on the region.
+ * Errors: -EBADF (not a writable region fd), -EEXIST (@user_data already
+ * armed), -ENOSPC (SYNCMEM_ON_CLOSE_MAX armed), -EINVAL.
  */
 struct syncmem_on_close {
 	__s32 region_fd;
 	__u32 size;
 	__u64 offset;
+	__u64 expected;
 	__u64 value;
 	__u64 user_data;
 	__u32 flags;
