@@ -11,8 +11,10 @@
 #ifndef SYNCMEM_H
 #define SYNCMEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -294,6 +296,234 @@ int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 /* The seed's executeLocked: acquire asynchronously, run fn(arg), release. */
 int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_lock *l, void (*fn)(void *arg), void *arg);
+
+/* ---- Gate: the lock model's Lock(OPEN | CLOSED) with wait and signal ----- */
+
+/*
+ * A gate in shared memory (64 bytes): wait() passes an open gate and closes
+ * it behind; signal() hands the gate to the oldest waiter (it stays closed)
+ * or, with nobody waiting, opens it. Waiters, blocking and async, queue in
+ * one FIFO. Anyone may signal: a gate is a binary semaphore with hand-off,
+ * not a lock with an owner. All-zero bytes are a closed gate.
+ */
+struct syncmem_gate {
+	uint32_t word;		/* 0 closed, 1 open, 2 closed and maybe waited on */
+	uint32_t reserved[15];
+} __attribute__((aligned(64)));
+
+void syncmem_gate_init(struct syncmem_gate *g, bool open);
+
+/* 0 once through (the gate is closed again), or SYNCMEM_TIMED_OUT. */
+int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t timeout_ns);
+
+/* cb(arg, 0) from the loop once through, or cb(arg, -ECANCELED). */
+int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg);
+
+/* 1 when handed to a waiter, 0 when the gate was opened; negative errno. */
+int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
+
+/* ---- Counting semaphore, FIFO -------------------------------------------- */
+
+#define SYNCMEM_SEM_VALUE_MAX	0x7fffffffu
+
+/*
+ * A counting semaphore in shared memory (64 bytes). post() hands its unit to
+ * the oldest waiter if one is queued, else counts it, so waiters are served
+ * in arrival order. Uncontended wait and post make no system call.
+ */
+struct syncmem_sem {
+	uint64_t word;		/* low 32 bits: units; high 32 bits: waiters */
+	uint32_t reserved[14];
+} __attribute__((aligned(64)));
+
+int syncmem_sem_init(struct syncmem_sem *s, uint32_t value);	/* -EINVAL > VALUE_MAX */
+int syncmem_sem_wait(struct syncmem_region *r, struct syncmem_sem *s);
+/* 0 or SYNCMEM_TIMED_OUT. */
+int syncmem_sem_timedwait(struct syncmem_region *r, struct syncmem_sem *s, int64_t timeout_ns);
+int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s);	/* 0 or -EAGAIN */
+/* cb(arg, 0) from the loop with a unit taken, or cb(arg, -ECANCELED). */
+int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			   struct syncmem_sem *s, syncmem_wait_cb cb, void *arg);
+/* 0, or -EOVERFLOW when the count would pass SYNCMEM_SEM_VALUE_MAX. */
+int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s);
+uint32_t syncmem_sem_value(const struct syncmem_sem *s);	/* units available now */
+
+/* ---- Reader-writer lock, FIFO phases ------------------------------------- */
+
+/*
+ * A reader-writer lock in shared memory (128 bytes). Every locker passes a
+ * fair (FIFO) turnstile: a reader only to count itself in, a writer for its
+ * whole section after the readers in front of it drained. Arrival order is
+ * therefore kept: consecutive readers share the lock, a writer waits only
+ * for those ahead of it, and a steady stream of readers cannot starve it.
+ * Locking it again from a thread that holds it: -EDEADLK for a writer; a
+ * reader doing so can deadlock behind a queued writer (as with every fair
+ * rwlock), so do not.
+ */
+struct syncmem_rwlock {
+	struct syncmem_lock turnstile;	/* fair: arrival order of all lockers */
+	uint32_t readers;	/* readers inside; bit 31: a writer waits for them */
+	uint32_t writer;	/* thread id of the writer inside, 0 if none */
+	uint32_t reserved[14];
+} __attribute__((aligned(64)));
+
+void syncmem_rwlock_init(struct syncmem_rwlock *rw);
+/* 0 or SYNCMEM_TIMED_OUT (timed), 0 or -EBUSY (try), -EDEADLK. */
+int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
+int syncmem_rwlock_rdlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
+				int64_t timeout_ns);
+int syncmem_rwlock_tryrdlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
+int syncmem_rwlock_wrlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
+int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
+				int64_t timeout_ns);
+int syncmem_rwlock_trywrlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
+/* cb(arg, 0) from the loop with the lock held (shared / exclusive). */
+int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg);
+int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg);
+/*
+ * Release: the writer's lock if this thread is the writer inside, else one
+ * reader's share. -EPERM when neither is held.
+ */
+int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
+
+/* ---- Keys for keyed locks and single-flight ------------------------------ */
+
+#define SYNCMEM_KEY_MAX		112	/* bytes of one key */
+
+struct syncmem_key_part {
+	const void *data;
+	size_t len;
+};
+
+/* A part that is a C string (without its NUL). */
+#define SYNCMEM_KEY_STR(s)	((struct syncmem_key_part){ (s), strlen(s) })
+/* A part that is the bytes of an object (an integer, a struct). */
+#define SYNCMEM_KEY_VAL(v)	((struct syncmem_key_part){ &(v), sizeof(v) })
+
+/*
+ * Build one key from several parts (the seed's ...keys): each part is
+ * stored with its length, so ("ab", "c") and ("a", "bc") differ. Returns the
+ * key's length, or -E2BIG when it would not fit @cap or SYNCMEM_KEY_MAX.
+ */
+int syncmem_key_build(void *buf, size_t cap, const struct syncmem_key_part *parts,
+		      unsigned int nparts);
+
+/*
+ * The header of a table of keyed entries living in shared memory (keyed
+ * locks, single-flight). Fixed layout, 128 bytes, followed by the buckets
+ * and the entries (Documentation/syncmem/locks.rst). Lookups, insertions
+ * and removals happen under @lock; nobody waits while holding it.
+ */
+struct syncmem_keytab {
+	uint32_t magic;		/* SYNCMEM_KEYED_MAGIC or SYNCMEM_FLIGHT_MAGIC */
+	uint32_t version;
+	uint32_t state;		/* 0, then initialising, then ready */
+	uint32_t nentries;
+	uint32_t nbuckets;	/* a power of two */
+	uint32_t entry_size;
+	uint32_t buckets_off;	/* from the table start: nbuckets u32 heads */
+	uint32_t entries_off;
+	uint64_t footprint;
+	uint32_t free_head;	/* index + 1 of the first free entry */
+	uint32_t used;		/* entries in use */
+	uint64_t aux;		/* single-flight: the result pool's offset in the region */
+	uint8_t reserved[8];
+	struct syncmem_lock lock;
+} __attribute__((aligned(64)));
+
+/* ---- Keyed locks (seed: asyncWait) -------------------------------------- */
+
+#define SYNCMEM_KEYED_MAGIC	0x4459454bu	/* "KEYD" */
+#define SYNCMEM_FLIGHT_MAGIC	0x54484c46u	/* "FLHT" */
+#define SYNCMEM_KEYTAB_VERSION	1u
+
+/*
+ * A table of locks by key: one holder per key at a time, the others wait in
+ * FIFO order (fair hand-off); different keys are independent. An entry
+ * exists while someone holds or waits for its key and is reclaimed after.
+ * Errors beyond the mutex's: -ENOSPC when all @nentries keys are in use,
+ * -E2BIG for a key longer than SYNCMEM_KEY_MAX, -EINVAL for an empty key.
+ */
+struct syncmem_keyed {
+	struct syncmem_keytab t;
+};
+
+size_t syncmem_keyed_footprint(uint32_t nentries);	/* 0 if impossible */
+int syncmem_keyed_init(void *mem, size_t len, uint32_t nentries, struct syncmem_keyed **out);
+int syncmem_keyed_attach(void *mem, size_t len, struct syncmem_keyed **out);
+/* 0 or SYNCMEM_TIMED_OUT; trylock: 0 or -EBUSY. */
+int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+		       size_t len, int64_t timeout_ns);
+int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+			  size_t len);
+/* -EPERM when this thread does not hold the key. */
+int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+			 size_t len);
+/* cb(arg, 0) from the loop with the key held (unlock it), or an error. */
+int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			     struct syncmem_keyed *k, const void *key, size_t len,
+			     syncmem_wait_cb cb, void *arg);
+/* The seed's asyncWait(fn, ...keys): take the key from the loop, run fn, release. */
+int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
+			  struct syncmem_keyed *k, const void *key, size_t len,
+			  void (*fn)(void *arg), void *arg);
+uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k);	/* keys held or waited for */
+
+/* ---- Single-flight (seed: asyncOne) ------------------------------------- */
+
+/*
+ * Concurrent calls with the same key, from any process, run @fn once: the
+ * first caller (the leader) runs it, the others wait (blocking or async)
+ * and receive the same result bytes or the same negative errno. A call
+ * after the flight ended runs @fn again: nothing is cached. If the leader's
+ * process dies mid-flight its followers get -EOWNERDEAD (the kernel's
+ * on-close action), never a hang.
+ *
+ * The result lives in a block of a struct syncmem_pool in the same region
+ * (given at init) until the last caller of the flight has copied it, so a
+ * result is at most the pool's block size.
+ */
+struct syncmem_flight {
+	struct syncmem_keytab t;
+};
+
+/*
+ * The function a leader runs: write up to @cap bytes of result into @out,
+ * set *@len, return 0; or return a negative errno that every caller gets.
+ */
+typedef int (*syncmem_flight_fn)(void *arg, void *out, size_t cap, size_t *len);
+
+/* Called with the flight's outcome: @result is the length or a negative errno. */
+typedef void (*syncmem_flight_cb)(void *arg, int result, const void *data, size_t len);
+
+size_t syncmem_flight_footprint(uint32_t nentries);
+/* @mem and @pool inside @r; results are stored in @pool's blocks. */
+int syncmem_flight_init(struct syncmem_region *r, void *mem, size_t len, uint32_t nentries,
+			struct syncmem_pool *pool, struct syncmem_flight **out);
+int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
+			  struct syncmem_flight **out);
+/*
+ * Run or join the flight for @key, blocking. Returns the result's length
+ * (copied to @out, at most @cap bytes: -EMSGSIZE if larger), @fn's negative
+ * errno, -EOWNERDEAD (the leader died), -ENOSPC (table full), -ENOMEM (no
+ * free pool block for the result), -E2BIG (key too long).
+ */
+int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const void *key,
+		      size_t len, syncmem_flight_fn fn, void *fn_arg, void *out, size_t cap);
+/*
+ * The same from an event loop: a leader runs @fn from the loop, a follower
+ * waits asynchronously; then cb(cb_arg, result, data, len) runs from the
+ * loop, @data valid during the callback only. 0, or an error before
+ * anything was queued.
+ */
+int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			    struct syncmem_flight *f, const void *key, size_t len,
+			    syncmem_flight_fn fn, void *fn_arg, syncmem_flight_cb cb,
+			    void *cb_arg);
+uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive */
 
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);

@@ -53,6 +53,10 @@ int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
 			bool raw, uint64_t *id_out);
 
+/* One HANDOFF ioctl (SYNCMEM_HANDOFF_* @flags): SYNCMEM_HANDOFF_* or -errno. */
+int syncmem__handoff(struct syncmem_region *r, void *addr, uint32_t width,
+		     uint64_t value, uint32_t flags);
+
 /* Run cb(arg, @result) later from the loop (through the kernel handle). */
 int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
 		       int result);

@@ -89,10 +89,10 @@ int syncmem_notify(struct syncmem_region *r, const void *addr, uint32_t count)
 	return syncmem__ioctl(r->fd, SYNCMEM_IOC_NOTIFY, &arg);
 }
 
-static int handoff(struct syncmem_region *r, void *addr, uint32_t width,
-		   uint64_t value)
+int syncmem__handoff(struct syncmem_region *r, void *addr, uint32_t width,
+		     uint64_t value, uint32_t flags)
 {
-	struct syncmem_handoff arg = { .value = value, .size = width };
+	struct syncmem_handoff arg = { .value = value, .size = width, .flags = flags };
 	int err = syncmem__word_offset(r, addr, width, &arg.offset);
 
 	if (err)
@@ -102,10 +102,10 @@ static int handoff(struct syncmem_region *r, void *addr, uint32_t width,
 
 int syncmem_handoff32(struct syncmem_region *r, uint32_t *addr, uint32_t value)
 {
-	return handoff(r, addr, 4, value);
+	return syncmem__handoff(r, addr, 4, value, 0);
 }
 
 int syncmem_handoff64(struct syncmem_region *r, uint64_t *addr, uint64_t value)
 {
-	return handoff(r, addr, 8, value);
+	return syncmem__handoff(r, addr, 8, value, 0);
 }

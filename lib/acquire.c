@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The blocking and event-loop drivers shared by the gate and the semaphore.
+ * Both loop on: try to take the object; else sleep on its word expecting the
+ * value try() saw. A hand-off (the kernel's HANDOFF picking this waiter)
+ * means the object was given to us and the word left as it was; a plain
+ * wake-up or a changed word means: try again.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+
+#include <linux/syncmem.h>
+
+#include "acquire.h"
+
+/* Posted result: the object was taken before the async call returned. */
+#define ACQ_TAKEN	0x100
+
+bool syncmem__object_valid(struct syncmem_region *r, const void *obj, size_t size,
+			   const void *word, uint32_t width)
+{
+	__u64 off, word_off;
+
+	if (!r || !obj)
+		return false;
+	if (syncmem__word_offset(r, obj, 1, &off) || r->size - off < size)
+		return false;
+	return !syncmem__word_offset(r, word, width, &word_off);
+}
+
+int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t timeout_ns)
+{
+	uint64_t deadline = syncmem__deadline(timeout_ns);
+	uint64_t expected;
+	int ret;
+
+	for (;;) {
+		ret = a->ops->try(a, &expected);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		if (!timeout_ns) {
+			a->ops->abandon(a);
+			return SYNCMEM_TIMED_OUT;
+		}
+		ret = syncmem__wait_until(r, a->word, a->width, expected, deadline);
+		if (ret == SYNCMEM_WAIT_HANDED_OFF) {
+			a->ops->handed(a);
+			return 0;
+		}
+		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
+			a->ops->abandon(a);
+			return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
+		}
+		/* Woken or not equal: look again. */
+	}
+}
+
+struct acquire_op {
+	struct syncmem__acq a;
+	struct syncmem_loop *loop;
+	struct syncmem_region *r;
+	syncmem_wait_cb cb;
+	void *arg;
+};
+
+static void acquire_finish(struct acquire_op *op, int result)
+{
+	syncmem_wait_cb cb = op->cb;
+	void *arg = op->arg;
+
+	free(op);
+	cb(arg, result);
+}
+
+static void acquire_step(void *arg, int result);
+
+/* Take it or queue an async wait: 1 taken, 0 queued, or a negative errno. */
+static int acquire_try(struct acquire_op *op)
+{
+	uint64_t expected;
+	int ret;
+
+	for (;;) {
+		ret = op->a.ops->try(&op->a, &expected);
+		if (ret)
+			return ret;
+		ret = syncmem__wait_async(op->loop, op->r, op->a.word, op->a.width, expected,
+					  SYNCMEM_FOREVER, acquire_step, op, true, NULL);
+		if (ret == SYNCMEM_WAIT_QUEUED)
+			return 0;
+		if (ret != SYNCMEM_WAIT_NOT_EQUAL) {
+			op->a.ops->abandon(&op->a);
+			return ret < 0 ? ret : -EIO;
+		}
+	}
+}
+
+static void acquire_step(void *arg, int result)
+{
+	struct acquire_op *op = arg;
+	int ret;
+
+	if (result == ACQ_TAKEN) {
+		acquire_finish(op, 0);
+		return;
+	}
+	if (result == SYNCMEM_WAIT_HANDED_OFF) {
+		op->a.ops->handed(&op->a);
+		acquire_finish(op, 0);
+		return;
+	}
+	if (result < 0) {
+		op->a.ops->abandon(&op->a);
+		acquire_finish(op, result);
+		return;
+	}
+	ret = acquire_try(op);
+	if (ret)
+		acquire_finish(op, ret > 0 ? 0 : ret);
+}
+
+int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			   const struct syncmem__acq *a, syncmem_wait_cb cb, void *arg)
+{
+	struct acquire_op *op;
+	int ret;
+
+	if (!loop || !cb)
+		return -EINVAL;
+	op = malloc(sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	*op = (struct acquire_op){ .a = *a, .loop = loop, .r = r, .cb = cb, .arg = arg };
+	ret = acquire_try(op);
+	if (ret == 1) {
+		/* Taken at once; the callback still runs from the loop. */
+		ret = syncmem__loop_post(loop, acquire_step, op, ACQ_TAKEN);
+		if (!ret)
+			return 0;
+		/* Could not post: the caller gets the error, we give it back. */
+		op->a.ops->give_back(r, &op->a);
+		free(op);
+		return ret;
+	}
+	if (ret < 0)
+		free(op);
+	return ret;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * An acquisition that waits on one word in FIFO order and may be handed the
+ * object directly by the kernel (gate, semaphore): the blocking and the
+ * event-loop driver of the same small state machine.
+ */
+#ifndef SYNCMEM_ACQUIRE_H
+#define SYNCMEM_ACQUIRE_H
+
+#include "internal.h"
+
+struct syncmem__acq;
+
+struct syncmem__acq_ops {
+	/*
+	 * Try to take the object: 1 taken, 0 not now (set *@expected, the
+	 * word's value to sleep on), or a negative errno.
+	 */
+	int (*try)(struct syncmem__acq *a, uint64_t *expected);
+	/* A hand-off gave the object to this waiter. */
+	void (*handed)(struct syncmem__acq *a);
+	/* Giving up (timeout, cancel, error): undo what try() announced. */
+	void (*abandon)(struct syncmem__acq *a);
+	/* Return an object taken but not delivered (an async call that failed). */
+	void (*give_back)(struct syncmem_region *r, struct syncmem__acq *a);
+};
+
+struct syncmem__acq {
+	const struct syncmem__acq_ops *ops;
+	void *obj;		/* the gate or semaphore */
+	void *word;		/* the word its waiters sleep on */
+	uint32_t width;		/* 4 or 8 */
+	bool registered;	/* semaphore: counted among the waiters */
+};
+
+/* Blocking: 0, SYNCMEM_TIMED_OUT or a negative errno. */
+int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t timeout_ns);
+
+/* From the loop: cb(arg, 0) with the object taken, or cb(arg, -errno). */
+int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			   const struct syncmem__acq *a, syncmem_wait_cb cb, void *arg);
+
+/* Is the whole object inside the region's mapping, its word aligned? */
+bool syncmem__object_valid(struct syncmem_region *r, const void *obj, size_t size,
+			   const void *word, uint32_t width);
+
+#endif /* SYNCMEM_ACQUIRE_H */

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A reader-writer lock with FIFO phases, built from a fair mutex.
+ *
+ * Every locker first passes the turnstile, a SYNCMEM_LOCK_FAIR mutex, so
+ * all lockers are ordered by arrival (one kernel FIFO for blocking and async
+ * ones). A reader holds it only to count itself in (readers + 1) and lets
+ * the next one through at once, so a run of readers shares the lock. A
+ * writer keeps the turnstile for its whole section: first it waits for the
+ * readers already inside to leave (nobody new can enter behind it), then it
+ * writes. Readers arriving after a queued writer queue behind it at the
+ * turnstile, so a stream of readers cannot starve it; writers cannot starve
+ * readers either, the turnstile being FIFO.
+ *
+ * The readers word: count of readers inside, bit 31 set by a writer that
+ * waits for them to drain. The reader whose exit leaves (bit | 0) notifies
+ * the (only) writer waiting on the word.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+
+#include <linux/syncmem.h>
+
+#include "acquire.h"
+
+#define RW_WRITER_WAITS	0x80000000u
+#define RW_COUNT	0x7fffffffu
+
+_Static_assert(sizeof(struct syncmem_rwlock) == 128, "struct syncmem_rwlock layout");
+
+void syncmem_rwlock_init(struct syncmem_rwlock *rw)
+{
+	*rw = (struct syncmem_rwlock){ 0 };
+	syncmem_lock_init(&rw->turnstile, SYNCMEM_LOCK_FAIR);
+}
+
+static bool rw_valid(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	return syncmem__object_valid(r, rw, sizeof(*rw), &rw->readers, 4);
+}
+
+/* Holding the turnstile: count ourselves in and let the next locker through. */
+static int reader_enter(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	__atomic_fetch_add(&rw->readers, 1, __ATOMIC_ACQUIRE);
+	return syncmem_unlock(r, &rw->turnstile);
+}
+
+/*
+ * Holding the turnstile: have the readers inside drained? 1 yes (the lock
+ * is ours), 0 no (*@expected is the readers word to sleep on).
+ */
+static int writer_drained(struct syncmem_rwlock *rw, uint32_t *expected)
+{
+	uint32_t v = __atomic_load_n(&rw->readers, __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		if (!(v & RW_COUNT)) {
+			/* Nobody can enter while we hold the turnstile. */
+			__atomic_store_n(&rw->readers, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&rw->writer, syncmem__tid(), __ATOMIC_RELAXED);
+			return 1;
+		}
+		if (v & RW_WRITER_WAITS) {
+			*expected = v;
+			return 0;
+		}
+		__atomic_compare_exchange_n(&rw->readers, &v, v | RW_WRITER_WAITS, false,
+					    __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
+	}
+}
+
+/* A writer giving up while holding the turnstile. */
+static void writer_abandon(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	__atomic_fetch_and(&rw->readers, ~RW_WRITER_WAITS, __ATOMIC_RELAXED);
+	syncmem_unlock(r, &rw->turnstile);
+}
+
+int syncmem_rwlock_rdlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
+				int64_t timeout_ns)
+{
+	int ret;
+
+	if (!rw_valid(r, rw))
+		return -EINVAL;
+	ret = syncmem_lock_timed(r, &rw->turnstile, timeout_ns);
+	if (ret)
+		return ret;
+	return reader_enter(r, rw);
+}
+
+int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	return syncmem_rwlock_rdlock_timed(r, rw, SYNCMEM_FOREVER);
+}
+
+int syncmem_rwlock_tryrdlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	int ret;
+
+	if (!rw_valid(r, rw))
+		return -EINVAL;
+	ret = syncmem_trylock(r, &rw->turnstile);
+	return ret ? ret : reader_enter(r, rw);
+}
+
+int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
+				int64_t timeout_ns)
+{
+	uint64_t deadline = syncmem__deadline(timeout_ns);
+	uint32_t expected;
+	int ret;
+
+	if (!rw_valid(r, rw))
+		return -EINVAL;
+	ret = syncmem_lock_timed(r, &rw->turnstile, timeout_ns);
+	if (ret)
+		return ret;
+	while (!writer_drained(rw, &expected)) {
+		ret = timeout_ns ? syncmem__wait_until(r, &rw->readers, 4, expected, deadline)
+				 : SYNCMEM_WAIT_TIMED_OUT;
+		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
+			writer_abandon(r, rw);
+			return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
+		}
+	}
+	return 0;
+}
+
+int syncmem_rwlock_wrlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	return syncmem_rwlock_wrlock_timed(r, rw, SYNCMEM_FOREVER);
+}
+
+int syncmem_rwlock_trywrlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	int ret = syncmem_rwlock_wrlock_timed(r, rw, 0);
+
+	return ret == SYNCMEM_TIMED_OUT ? -EBUSY : ret;
+}
+
+int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	uint32_t v;
+
+	if (!rw_valid(r, rw))
+		return -EINVAL;
+	if (__atomic_load_n(&rw->writer, __ATOMIC_RELAXED) == syncmem__tid()) {
+		__atomic_store_n(&rw->writer, 0, __ATOMIC_RELAXED);
+		return syncmem_unlock(r, &rw->turnstile);
+	}
+	v = __atomic_load_n(&rw->readers, __ATOMIC_RELAXED);
+	do {
+		if (!(v & RW_COUNT))
+			return -EPERM;
+		/* Release: our reads happen before the next writer's section. */
+	} while (!__atomic_compare_exchange_n(&rw->readers, &v, v - 1, false, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+	if (v == (RW_WRITER_WAITS | 1)) {
+		int ret = syncmem_notify(r, &rw->readers, 1);
+
+		return ret < 0 ? ret : 0;
+	}
+	return 0;
+}
+
+/* An asynchronous rdlock or wrlock in progress. */
+struct rw_op {
+	struct syncmem_loop *loop;
+	struct syncmem_region *r;
+	struct syncmem_rwlock *rw;
+	syncmem_wait_cb cb;
+	void *arg;
+};
+
+static void rw_op_finish(struct rw_op *op, int result)
+{
+	syncmem_wait_cb cb = op->cb;
+	void *arg = op->arg;
+
+	free(op);
+	cb(arg, result);
+}
+
+static void rd_turnstile_passed(void *arg, int result)
+{
+	struct rw_op *op = arg;
+
+	if (!result)
+		result = reader_enter(op->r, op->rw);
+	rw_op_finish(op, result);
+}
+
+static void wr_drain_step(void *arg, int result);
+
+/* Holding the turnstile: wait (async) until the readers inside drained. */
+static void wr_drain(struct rw_op *op)
+{
+	uint32_t expected;
+	int ret;
+
+	while (!writer_drained(op->rw, &expected)) {
+		ret = syncmem__wait_async(op->loop, op->r, &op->rw->readers, 4, expected,
+					  SYNCMEM_FOREVER, wr_drain_step, op, true, NULL);
+		if (ret == SYNCMEM_WAIT_QUEUED)
+			return;
+		if (ret != SYNCMEM_WAIT_NOT_EQUAL) {
+			writer_abandon(op->r, op->rw);
+			rw_op_finish(op, ret < 0 ? ret : -EIO);
+			return;
+		}
+	}
+	rw_op_finish(op, 0);
+}
+
+static void wr_drain_step(void *arg, int result)
+{
+	struct rw_op *op = arg;
+
+	if (result < 0) {
+		writer_abandon(op->r, op->rw);
+		rw_op_finish(op, result);
+		return;
+	}
+	wr_drain(op);
+}
+
+static void wr_turnstile_passed(void *arg, int result)
+{
+	struct rw_op *op = arg;
+
+	if (result)
+		rw_op_finish(op, result);
+	else
+		wr_drain(op);
+}
+
+static int rw_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			 struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg,
+			 syncmem_wait_cb passed)
+{
+	struct rw_op *op;
+	int ret;
+
+	if (!loop || !cb || !rw_valid(r, rw))
+		return -EINVAL;
+	op = malloc(sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	*op = (struct rw_op){ .loop = loop, .r = r, .rw = rw, .cb = cb, .arg = arg };
+	ret = syncmem_lock_async(loop, r, &rw->turnstile, passed, op);
+	if (ret)
+		free(op);
+	return ret;
+}
+
+int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg)
+{
+	return rw_lock_async(loop, r, rw, cb, arg, rd_turnstile_passed);
+}
+
+int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg)
+{
+	return rw_lock_async(loop, r, rw, cb, arg, wr_turnstile_passed);
+}

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A counting semaphore with FIFO hand-off.
+ *
+ * One 64-bit word: units in the low half, registered waiters in the high
+ * half. A waiter registers (high half + 1) before it sleeps on the whole
+ * word; post() seeing no registered waiter just adds a unit (one CAS, no
+ * system call). With waiters, post() is the kernel's HANDOFF with
+ * SYNCMEM_HANDOFF_ADD: under the queue lock, the oldest queued waiter is
+ * handed the unit, or, if none is queued yet, the unit is added to the word,
+ * which changes it, so a registered waiter about to sleep sees the change
+ * and takes the unit instead. Units therefore only pile up while nobody is
+ * queued, and queued waiters are served in arrival order. A newcomer takes a
+ * unit directly only when nobody is registered.
+ *
+ * A handed-off waiter unregisters itself afterwards; meanwhile post() takes
+ * the kernel path and finds the next waiter or counts the unit: correct,
+ * just not syscall-free for that moment.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include <linux/syncmem.h>
+
+#include "acquire.h"
+
+#define SEM_WAITER	(1ull << 32)
+
+_Static_assert(sizeof(struct syncmem_sem) == 64, "struct syncmem_sem layout");
+
+static inline uint32_t sem_units(uint64_t v)
+{
+	return (uint32_t)v;
+}
+
+static inline uint32_t sem_waiters(uint64_t v)
+{
+	return (uint32_t)(v >> 32);
+}
+
+int syncmem_sem_init(struct syncmem_sem *s, uint32_t value)
+{
+	if (!s || value > SYNCMEM_SEM_VALUE_MAX)
+		return -EINVAL;
+	*s = (struct syncmem_sem){ .word = value };
+	return 0;
+}
+
+uint32_t syncmem_sem_value(const struct syncmem_sem *s)
+{
+	return sem_units(__atomic_load_n(&s->word, __ATOMIC_RELAXED));
+}
+
+static int sem_try(struct syncmem__acq *a, uint64_t *expected)
+{
+	struct syncmem_sem *s = a->obj;
+	uint64_t v = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+
+	for (;;) {
+		if (sem_units(v) && (a->registered || !sem_waiters(v))) {
+			uint64_t next = v - 1 - (a->registered ? SEM_WAITER : 0);
+
+			/* Acquire: the poster's writes happen before ours. */
+			if (__atomic_compare_exchange_n(&s->word, &v, next, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+				a->registered = false;
+				return 1;
+			}
+			continue;
+		}
+		if (a->registered) {
+			*expected = v;
+			return 0;
+		}
+		if (__atomic_compare_exchange_n(&s->word, &v, v + SEM_WAITER, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			a->registered = true;
+			v += SEM_WAITER;
+		}
+	}
+}
+
+static void sem_unregister(struct syncmem__acq *a)
+{
+	struct syncmem_sem *s = a->obj;
+
+	if (a->registered) {
+		__atomic_fetch_sub(&s->word, SEM_WAITER, __ATOMIC_RELAXED);
+		a->registered = false;
+	}
+}
+
+/*
+ * Handed a unit: pairs with the release in syncmem_sem_post(), then leave
+ * the waiters' count.
+ */
+static void sem_handed(struct syncmem__acq *a)
+{
+	(void)__atomic_load_n(&((struct syncmem_sem *)a->obj)->word, __ATOMIC_ACQUIRE);
+	sem_unregister(a);
+}
+
+static void sem_give_back(struct syncmem_region *r, struct syncmem__acq *a)
+{
+	syncmem_sem_post(r, a->obj);
+}
+
+static const struct syncmem__acq_ops sem_ops = {
+	.try = sem_try,
+	.handed = sem_handed,
+	.abandon = sem_unregister,
+	.give_back = sem_give_back,
+};
+
+static int sem_acq(struct syncmem_region *r, struct syncmem_sem *s, struct syncmem__acq *a)
+{
+	if (!syncmem__object_valid(r, s, sizeof(*s), &s->word, 8))
+		return -EINVAL;
+	*a = (struct syncmem__acq){ .ops = &sem_ops, .obj = s, .word = &s->word, .width = 8 };
+	return 0;
+}
+
+int syncmem_sem_timedwait(struct syncmem_region *r, struct syncmem_sem *s, int64_t timeout_ns)
+{
+	struct syncmem__acq a;
+	int err = sem_acq(r, s, &a);
+
+	return err ? err : syncmem__acquire(r, &a, timeout_ns);
+}
+
+int syncmem_sem_wait(struct syncmem_region *r, struct syncmem_sem *s)
+{
+	return syncmem_sem_timedwait(r, s, SYNCMEM_FOREVER);
+}
+
+int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s)
+{
+	uint64_t v;
+
+	if (!syncmem__object_valid(r, s, sizeof(*s), &s->word, 8))
+		return -EINVAL;
+	v = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+	while (sem_units(v)) {
+		if (__atomic_compare_exchange_n(&s->word, &v, v - 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 0;
+	}
+	return -EAGAIN;
+}
+
+int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			   struct syncmem_sem *s, syncmem_wait_cb cb, void *arg)
+{
+	struct syncmem__acq a;
+	int err = sem_acq(r, s, &a);
+
+	return err ? err : syncmem__acquire_async(loop, r, &a, cb, arg);
+}
+
+int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s)
+{
+	uint64_t v;
+	int ret;
+
+	if (!syncmem__object_valid(r, s, sizeof(*s), &s->word, 8))
+		return -EINVAL;
+	v = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+	for (;;) {
+		if (sem_units(v) >= SYNCMEM_SEM_VALUE_MAX)
+			return -EOVERFLOW;
+		if (sem_waiters(v))
+			break;
+		/* Release: our writes happen before the taker's section. */
+		if (__atomic_compare_exchange_n(&s->word, &v, v + 1, false, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return 0;
+	}
+	/*
+	 * The kernel leaves the word alone when it hands the unit over: write
+	 * it ourselves (an RMW of +0, release) so that the waiter's acquire
+	 * load in sem_handed() synchronizes with our section.
+	 */
+	__atomic_fetch_add(&s->word, 0, __ATOMIC_RELEASE);
+	ret = syncmem__handoff(r, &s->word, 8, 1, SYNCMEM_HANDOFF_ADD);
+	return ret < 0 ? ret : 0;
+}
