@@ -50,9 +50,8 @@
 #include <unistd.h>
 
 #include "syncmem.h"
+#include "ready.h"
 
-#define POOL_INITIALISING	0x494e4954u	/* "INIT" */
-#define POOL_READY		0x52454459u	/* "REDY" */
 #define BLOCK_USED		0xffffffffu	/* link of an allocated block */
 
 _Static_assert(sizeof(struct syncmem_pool) == 64 * (1 + SYNCMEM_POOL_SHARDS),
@@ -112,7 +111,7 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
 {
 	struct syncmem_pool *p = mem;
 	uint64_t meta_off, blocks_off, footprint;
-	uint32_t stride, expected = 0, shift, *link;
+	uint32_t stride, shift, *link;
 	int err;
 
 	if (!out)
@@ -126,9 +125,9 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
 	if (len < footprint)
 		return -EINVAL;
 	/* Claim the memory: only one creator, and only on zeroed memory. */
-	if (!__atomic_compare_exchange_n(&p->state, &expected, POOL_INITIALISING, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return -EEXIST;
+	err = syncmem__ready_claim(&p->state);
+	if (err)
+		return err;
 
 	p->version = SYNCMEM_POOL_VERSION;
 	p->block_size = stride;
@@ -154,8 +153,7 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
 		memset(p->shard[s].reserved, 0, sizeof(p->shard[s].reserved));
 	}
 	p->magic = SYNCMEM_POOL_MAGIC;
-	/* Publish: an attacher that sees READY (acquire) sees all of the above. */
-	__atomic_store_n(&p->state, POOL_READY, __ATOMIC_RELEASE);
+	syncmem__ready_publish(&p->state);
 	*out = p;
 	return 0;
 }
@@ -181,9 +179,6 @@ static int pool_check(const struct syncmem_pool *p, size_t len)
 int syncmem_pool_attach(void *mem, size_t len, struct syncmem_pool **out)
 {
 	struct syncmem_pool *p = mem;
-	struct timespec nap = { 0, 100000 };	/* 100 us, doubling to 10 ms */
-	long waited_ns = 0;
-	uint32_t state;
 	int err;
 
 	if (!out)
@@ -193,16 +188,9 @@ int syncmem_pool_attach(void *mem, size_t len, struct syncmem_pool **out)
 	    len < sizeof(struct syncmem_pool))
 		return -EINVAL;
 	/* Wait (bounded) while the creator is still building the pool. */
-	while ((state = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE)) == POOL_INITIALISING) {
-		if (waited_ns >= SYNCMEM_POOL_ATTACH_WAIT_MS * 1000000L)
-			return -ETIMEDOUT;
-		nanosleep(&nap, NULL);
-		waited_ns += nap.tv_nsec;
-		if (nap.tv_nsec < 10000000)
-			nap.tv_nsec *= 2;
-	}
-	if (state != POOL_READY)
-		return -EPROTO;		/* zeroed or foreign memory */
+	err = syncmem__ready_wait(&p->state, SYNCMEM_POOL_ATTACH_WAIT_MS);
+	if (err)
+		return err;
 	err = pool_check(p, len);
 	if (err)
 		return err;

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Keyed locks (the seed's asyncWait): a table of fair mutexes by key.
+ *
+ * An entry's payload is a SYNCMEM_LOCK_FAIR struct syncmem_lock: one holder
+ * per key, the others in its kernel FIFO queue (blocking and async lockers
+ * alike). The entry counts its holder and waiters (refs, under the table
+ * lock); whoever drops the count to zero returns the entry to the free list,
+ * so keys nobody holds or waits for take no room.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+
+#include "keytab.h"
+
+_Static_assert(sizeof(struct keytab_entry) + sizeof(struct syncmem_lock) <= KEYTAB_ENTRY_SIZE,
+	       "keyed entry");
+
+static struct syncmem_lock *entry_lock(struct keytab_entry *e)
+{
+	return keytab_payload(e);
+}
+
+size_t syncmem_keyed_footprint(uint32_t nentries)
+{
+	return syncmem__keytab_footprint(nentries);
+}
+
+int syncmem_keyed_init(void *mem, size_t len, uint32_t nentries, struct syncmem_keyed **out)
+{
+	return syncmem__keytab_init(mem, len, nentries, SYNCMEM_KEYED_MAGIC, 0,
+				    (struct syncmem_keytab **)out);
+}
+
+int syncmem_keyed_attach(void *mem, size_t len, struct syncmem_keyed **out)
+{
+	return syncmem__keytab_attach(mem, len, SYNCMEM_KEYED_MAGIC,
+				      (struct syncmem_keytab **)out);
+}
+
+uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k)
+{
+	return __atomic_load_n(&k->t.used, __ATOMIC_RELAXED);
+}
+
+static int keyed_check(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+		       size_t len)
+{
+	__u64 off;
+
+	if (!r || !k || syncmem__word_offset(r, k, 4, &off) ||
+	    r->size - off < k->t.footprint || k->t.magic != SYNCMEM_KEYED_MAGIC)
+		return -EINVAL;
+	return syncmem__key_check(key, len);
+}
+
+/* Find or create the entry of @key and count ourselves in it. */
+static int keyed_get(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+		     size_t len, struct keytab_entry **out)
+{
+	uint32_t hash = syncmem__key_hash(key, len);
+	struct keytab_entry *e;
+	int err = syncmem__keytab_lock(r, &k->t);
+
+	if (err)
+		return err;
+	e = syncmem__keytab_find(&k->t, key, len, hash);
+	if (!e) {
+		e = syncmem__keytab_insert(&k->t, key, len, hash);
+		if (e)
+			syncmem_lock_init(entry_lock(e), SYNCMEM_LOCK_FAIR);
+	}
+	if (e)
+		e->refs++;
+	syncmem__keytab_unlock(r, &k->t);
+	*out = e;
+	return e ? 0 : -ENOSPC;
+}
+
+/* Drop our count; table lock held. The last one out reclaims the entry. */
+static void keyed_put_locked(struct syncmem_keyed *k, struct keytab_entry *e)
+{
+	if (--e->refs)
+		return;
+	syncmem__keytab_unlink(&k->t, e);
+	syncmem__keytab_free(&k->t, e);
+}
+
+static void keyed_put(struct syncmem_region *r, struct syncmem_keyed *k, struct keytab_entry *e)
+{
+	if (syncmem__keytab_lock(r, &k->t))
+		return;
+	keyed_put_locked(k, e);
+	syncmem__keytab_unlock(r, &k->t);
+}
+
+int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+		       size_t len, int64_t timeout_ns)
+{
+	struct keytab_entry *e;
+	int ret = keyed_check(r, k, key, len);
+
+	if (!ret)
+		ret = keyed_get(r, k, key, len, &e);
+	if (ret)
+		return ret;
+	ret = syncmem_lock_timed(r, entry_lock(e), timeout_ns);
+	if (ret)
+		keyed_put(r, k, e);
+	return ret;
+}
+
+int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+			  size_t len)
+{
+	int ret = syncmem_keyed_lock(r, k, key, len, 0);
+
+	return ret == SYNCMEM_TIMED_OUT ? -EBUSY : ret;
+}
+
+/* Release a held entry and drop our count. */
+static int keyed_release(struct syncmem_region *r, struct syncmem_keyed *k,
+			 struct keytab_entry *e)
+{
+	int ret = syncmem__keytab_lock(r, &k->t);
+
+	if (ret)
+		return ret;
+	ret = syncmem_unlock(r, entry_lock(e));
+	if (!ret)
+		keyed_put_locked(k, e);
+	syncmem__keytab_unlock(r, &k->t);
+	return ret;
+}
+
+int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+			 size_t len)
+{
+	struct keytab_entry *e;
+	int ret = keyed_check(r, k, key, len);
+
+	if (ret)
+		return ret;
+	ret = syncmem__keytab_lock(r, &k->t);
+	if (ret)
+		return ret;
+	e = syncmem__keytab_find(&k->t, key, len, syncmem__key_hash(key, len));
+	ret = e ? syncmem_unlock(r, entry_lock(e)) : -EPERM;
+	if (!ret)
+		keyed_put_locked(k, e);
+	syncmem__keytab_unlock(r, &k->t);
+	return ret;
+}
+
+/* An asynchronous keyed lock (or execute) in progress. */
+struct keyed_op {
+	struct syncmem_region *r;
+	struct syncmem_keyed *k;
+	struct keytab_entry *e;
+	syncmem_wait_cb cb;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+static void keyed_op_locked(void *arg, int result)
+{
+	struct keyed_op op = *(struct keyed_op *)arg;
+
+	free(arg);
+	if (result) {
+		keyed_put(op.r, op.k, op.e);
+		if (op.cb)
+			op.cb(op.arg, result);
+		return;
+	}
+	if (op.cb) {
+		op.cb(op.arg, 0);
+		return;
+	}
+	op.fn(op.arg);
+	keyed_release(op.r, op.k, op.e);
+}
+
+static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
+		       struct syncmem_keyed *k, const void *key, size_t len,
+		       syncmem_wait_cb cb, void (*fn)(void *), void *arg)
+{
+	struct keyed_op *op;
+	int ret = keyed_check(r, k, key, len);
+
+	if (ret)
+		return ret;
+	if (!loop || (!cb && !fn))
+		return -EINVAL;
+	op = malloc(sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	*op = (struct keyed_op){ .r = r, .k = k, .cb = cb, .fn = fn, .arg = arg };
+	ret = keyed_get(r, k, key, len, &op->e);
+	if (ret) {
+		free(op);
+		return ret;
+	}
+	ret = syncmem_lock_async(loop, r, entry_lock(op->e), keyed_op_locked, op);
+	if (ret) {
+		keyed_put(r, k, op->e);
+		free(op);
+	}
+	return ret;
+}
+
+int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			     struct syncmem_keyed *k, const void *key, size_t len,
+			     syncmem_wait_cb cb, void *arg)
+{
+	return keyed_async(loop, r, k, key, len, cb, NULL, arg);
+}
+
+int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
+			  struct syncmem_keyed *k, const void *key, size_t len,
+			  void (*fn)(void *arg), void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	return keyed_async(loop, r, k, key, len, NULL, fn, arg);
+}
