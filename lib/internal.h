@@ -61,6 +61,15 @@ int syncmem__handoff(struct syncmem_region *r, void *addr, uint32_t width,
 int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
 		       int result);
 
+/*
+ * Death guard (guard.c): if this process dies (its private handle is
+ * released) while *@word still holds @expected, the kernel stores @value
+ * and wakes all waiters of the word. 0 and *@id, or -errno.
+ */
+int syncmem__guard_arm(struct syncmem_region *r, uint32_t *word, uint32_t expected,
+		       uint32_t value, uint64_t *id);
+int syncmem__guard_disarm(uint64_t id);
+
 /* This thread's id, cached (no system call after the first). */
 uint32_t syncmem__tid(void);
 
