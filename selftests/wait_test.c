@@ -406,6 +406,41 @@ TEST_F(wait, handoff_with_and_without_a_waiter)
 	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(second));
 }
 
+TEST_F(wait, handoff_add_counts_the_value_or_wakes_the_oldest)
+{
+	struct syncmem_handoff h = { .offset = 8, .size = 8, .value = 1,
+				     .flags = SYNCMEM_HANDOFF_ADD };
+	struct syncmem_wait raw = { .offset = 8, .size = 8, .expected = 1ULL << 32,
+				    .deadline_ns = SYNCMEM_NO_DEADLINE };
+	pid_t waiter;
+
+	/* Nobody waits: added, wrapping modulo the word's width. */
+	self->sh->word8 = 5;
+	EXPECT_EQ(SYNCMEM_HANDOFF_STORED, raw_ioctl(self->fd, SYNCMEM_IOC_HANDOFF, &h));
+	EXPECT_EQ(6, self->sh->word8);
+	h.value = ~0ULL;	/* adding 2^64 - 1 is subtracting one */
+	EXPECT_EQ(SYNCMEM_HANDOFF_STORED, raw_ioctl(self->fd, SYNCMEM_IOC_HANDOFF, &h));
+	EXPECT_EQ(5, self->sh->word8);
+	self->sh->word4 = 0xffffffff;
+	h = (struct syncmem_handoff){ .offset = 4, .size = 4, .value = 2,
+				      .flags = SYNCMEM_HANDOFF_ADD };
+	EXPECT_EQ(SYNCMEM_HANDOFF_STORED, raw_ioctl(self->fd, SYNCMEM_IOC_HANDOFF, &h));
+	EXPECT_EQ(1, self->sh->word4);
+
+	/* A waiter: handed off, the word untouched. */
+	self->sh->word8 = 1ULL << 32;
+	waiter = fork();
+	ASSERT_LE(0, waiter);
+	if (waiter == 0)
+		_exit(raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &raw));
+	ASSERT_TRUE(await_fd_waiters(self->fd, 1));
+	h = (struct syncmem_handoff){ .offset = 8, .size = 8, .value = 1,
+				      .flags = SYNCMEM_HANDOFF_ADD };
+	EXPECT_EQ(SYNCMEM_HANDOFF_WOKE, raw_ioctl(self->fd, SYNCMEM_IOC_HANDOFF, &h));
+	EXPECT_EQ(SYNCMEM_WAIT_HANDED_OFF, wait_exit(waiter));
+	EXPECT_EQ(1ULL << 32, self->sh->word8);
+}
+
 TEST_F(wait, bad_arguments)
 {
 	struct syncmem_wait w;
@@ -444,7 +479,8 @@ TEST_F(wait, bad_arguments)
 	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .offset = 1));
 	EXPECT_EQ(-EINVAL, HANDOFF(.size = 8, .offset = REGION_SIZE - 4));
 	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .value = 1ULL << 32));
-	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .flags = 1));
+	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .flags = 2));
+	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .flags = SYNCMEM_HANDOFF_ADD, .value = 1ULL << 32));
 	EXPECT_EQ(-EFAULT, raw_ioctl(self->fd, SYNCMEM_IOC_HANDOFF, NULL));
 #undef HANDOFF
 

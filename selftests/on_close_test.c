@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * On-close actions (SYNCMEM_IOC_ARM_ON_CLOSE / SYNCMEM_IOC_DISARM): a handle
+ * that goes away, by close or by the death of its process, stores the armed
+ * value and wakes the word's waiters; a disarmed or outdated action does
+ * nothing; every errno.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+
+#include "kselftest_harness.h"
+#include "syncmem_test.h"
+
+FIXTURE(on_close) {
+	struct syncmem_region *r;
+	uint32_t *words;
+	int fd;
+};
+
+FIXTURE_SETUP(on_close)
+{
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &self->r));
+	self->words = syncmem_base(self->r);
+	self->fd = syncmem_region_fd(self->r);
+}
+
+FIXTURE_TEARDOWN(on_close)
+{
+	syncmem_close(self->r);
+}
+
+static int arm(int dev, int region_fd, uint64_t offset, uint32_t flags, uint64_t expected,
+	       uint64_t value, uint64_t user_data)
+{
+	struct syncmem_on_close a = {
+		.region_fd = region_fd, .size = 4, .offset = offset, .expected = expected,
+		.value = value, .user_data = user_data, .flags = flags,
+	};
+
+	return raw_ioctl(dev, SYNCMEM_IOC_ARM_ON_CLOSE, &a);
+}
+
+static int disarm(int dev, uint64_t user_data)
+{
+	struct syncmem_disarm d = { .user_data = user_data };
+
+	return raw_ioctl(dev, SYNCMEM_IOC_DISARM, &d);
+}
+
+TEST_F(on_close, a_killed_process_stores_and_wakes_every_waiter)
+{
+	struct syncmem_wait w = { .offset = 0, .size = 4, .expected = 0,
+				  .deadline_ns = SYNCMEM_NO_DEADLINE };
+	pid_t waiters[3], owner;
+	int ready[2];
+	char c;
+
+	for (int i = 0; i < 3; i++) {
+		waiters[i] = fork();
+		ASSERT_LE(0, waiters[i]);
+		if (waiters[i] == 0)
+			_exit(raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &w));
+	}
+	ASSERT_TRUE(await_waiters(self->r, 3));
+	ASSERT_EQ(0, pipe(ready));
+	owner = fork();
+	ASSERT_LE(0, owner);
+	if (owner == 0) {
+		int dev = dev_open();
+
+		if (arm(dev, self->fd, 0, 0, 0, 0xdead, 1))
+			_exit(1);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(3);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	EXPECT_EQ(0, self->words[0]);
+	kill(owner, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(owner));
+	for (int i = 0; i < 3; i++)
+		EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(waiters[i]));
+	EXPECT_EQ(0xdead, self->words[0]);
+	EXPECT_EQ(0, region_waiters(self->r));
+}
+
+TEST_F(on_close, disarmed_and_outdated_actions_do_nothing)
+{
+	int dev = dev_open();
+
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, arm(dev, self->fd, 0, 0, 0, 7, 1));
+	ASSERT_EQ(0, arm(dev, self->fd, 4, SYNCMEM_ON_CLOSE_IF_EQUAL, 0, 8, 2));
+	ASSERT_EQ(0, arm(dev, self->fd, 8, SYNCMEM_ON_CLOSE_IF_EQUAL, 0, 9, 3));
+	EXPECT_EQ(0, disarm(dev, 1));
+	EXPECT_EQ(-ENOENT, disarm(dev, 1));
+	self->words[1] = 5;	/* no longer the expected 0: not stored */
+	close(dev);
+	EXPECT_EQ(0, self->words[0]);
+	EXPECT_EQ(5, self->words[1]);
+	EXPECT_EQ(9, self->words[2]);	/* still 0 at close: stored */
+}
+
+TEST_F(on_close, a_handle_shared_by_fork_fires_when_the_last_holder_closes)
+{
+	int dev = dev_open();
+	pid_t child;
+
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, arm(dev, self->fd, 0, 0, 0, 1, 1));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		close(dev);
+		_exit(self->words[0] != 0);	/* the parent still holds it */
+	}
+	EXPECT_EQ(0, wait_exit(child));
+	EXPECT_EQ(0, self->words[0]);
+	close(dev);
+	EXPECT_EQ(1, self->words[0]);
+}
+
+TEST_F(on_close, the_action_keeps_its_region_alive)
+{
+	struct syncmem_region *other;
+	struct syncmem_stats before;
+	int dev = dev_open(), fd;
+
+	ASSERT_LE(0, dev);
+	before = get_stats(dev);
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &other));
+	fd = dup(syncmem_region_fd(other));
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, arm(dev, fd, 0, 0, 0, 1, 1));
+	close(fd);
+	syncmem_close(other);
+	/* Unmapped and closed by everyone: only the action holds it now. */
+	EXPECT_EQ(before.regions + 1, get_stats(dev).regions);
+	close(dev);
+	dev = dev_open();
+	EXPECT_EQ(before.regions, get_stats(dev).regions);
+	close(dev);
+}
+
+/* ARM() below overrides its defaults field by field, on purpose. */
+#pragma GCC diagnostic ignored "-Woverride-init"
+
+TEST_F(on_close, errors)
+{
+	struct syncmem_region *ro;
+	struct syncmem_on_close a;
+	struct syncmem_disarm d;
+	int dev = dev_open(), ro_fd;
+
+	ASSERT_LE(0, dev);
+#define ARM(...) (a = (struct syncmem_on_close){ .region_fd = self->fd, .size = 4, \
+						  __VA_ARGS__ }, \
+		  raw_ioctl(dev, SYNCMEM_IOC_ARM_ON_CLOSE, &a))
+	EXPECT_EQ(-EINVAL, ARM(.size = 2));
+	EXPECT_EQ(-EINVAL, ARM(.offset = 2));
+	EXPECT_EQ(-EINVAL, ARM(.offset = 4096));
+	EXPECT_EQ(-EINVAL, ARM(.size = 8, .offset = 4));
+	EXPECT_EQ(-EINVAL, ARM(.value = 1ULL << 32));
+	EXPECT_EQ(-EINVAL, ARM(.expected = 1ULL << 32, .flags = SYNCMEM_ON_CLOSE_IF_EQUAL));
+	EXPECT_EQ(-EINVAL, ARM(.flags = 2));
+	EXPECT_EQ(-EINVAL, ARM(.pad = 1));
+	EXPECT_EQ(-EBADF, ARM(.region_fd = -1));
+	EXPECT_EQ(-EINVAL, ARM(.region_fd = dev));	/* not a region */
+	EXPECT_EQ(-EFAULT, raw_ioctl(dev, SYNCMEM_IOC_ARM_ON_CLOSE, NULL));
+	/* Read-only region fd: no writing through it, even at close. */
+	ASSERT_EQ(0, syncmem_open("on-close-ro", 4096, SYNCMEM_CREATE, 0600, &ro));
+	ro_fd = raw_region_open(dev, "on-close-ro", SYNCMEM_REGION_RDONLY, 4096, 0, NULL);
+	ASSERT_LE(0, ro_fd);
+	EXPECT_EQ(-EBADF, ARM(.region_fd = ro_fd));
+	close(ro_fd);
+	syncmem_unlink("on-close-ro");
+	syncmem_close(ro);
+
+	/* Unique user_data, at most SYNCMEM_ON_CLOSE_MAX. */
+	EXPECT_EQ(0, ARM(.user_data = 100));
+	EXPECT_EQ(-EEXIST, ARM(.user_data = 100));
+	for (int i = 1; i < SYNCMEM_ON_CLOSE_MAX; i++)
+		EXPECT_EQ(0, ARM(.user_data = 100 + i));
+	EXPECT_EQ(-ENOSPC, ARM(.user_data = 1));
+	EXPECT_EQ(0, disarm(dev, 150));
+	EXPECT_EQ(0, ARM(.user_data = 1));
+#undef ARM
+	d = (struct syncmem_disarm){ .user_data = 1, .flags = 1 };
+	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_DISARM, &d));
+	d = (struct syncmem_disarm){ .user_data = 1, .pad = 1 };
+	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_DISARM, &d));
+	EXPECT_EQ(-EFAULT, raw_ioctl(dev, SYNCMEM_IOC_DISARM, NULL));
+	EXPECT_EQ(-ENOENT, disarm(dev, 99));
+	/* Handle ioctls, not region ones. */
+	EXPECT_EQ(-ENOTTY, raw_ioctl(self->fd, SYNCMEM_IOC_DISARM, &d));
+	close(dev);
+	EXPECT_EQ(0, self->words[0]);	/* all armed with value 0 */
+}
+
+TEST_HARNESS_MAIN
