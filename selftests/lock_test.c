@@ -5,13 +5,9 @@
  * timeouts, execute_locked and every error.
  */
 #define _GNU_SOURCE
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 
 #include "kselftest_harness.h"
@@ -39,22 +35,6 @@ FIXTURE_SETUP(lock)
 FIXTURE_TEARDOWN(lock)
 {
 	syncmem_close(self->r);
-}
-
-/* Kill the process with SIGSYS on any ioctl from now on. */
-static int forbid_ioctl(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
 TEST_F(lock, uncontended_lock_and_unlock_make_no_ioctl)
