@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Single-flight across processes: one run for concurrent callers (blocking
+ * and async) who all get the same bytes or the same error, no caching,
+ * -EOWNERDEAD when the leader is killed, result and table limits, errnos.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+
+#include "kselftest_harness.h"
+#include "syncmem_test.h"
+
+#define BLOCK		256
+#define NBLOCKS		32
+#define ENTRIES		8
+#define REGION		(256 * 1024)
+
+struct fshared {
+	_Atomic uint32_t runs;
+	_Atomic uint32_t arrived;
+	_Atomic uint32_t leader_pid;
+	int32_t result_mode;		/* what the function does, see flight_fn */
+	uint32_t expect_waiters;	/* the function waits for this many followers */
+	uint8_t pool[] __attribute__((aligned(64)));
+};
+
+FIXTURE(flight) {
+	struct syncmem_region *r;
+	struct fshared *sh;
+	struct syncmem_pool *pool;
+	struct syncmem_flight *f;
+	void *table;
+};
+
+FIXTURE_SETUP(flight)
+{
+	size_t pool_len = syncmem_pool_footprint(BLOCK, NBLOCKS);
+	size_t table_len = syncmem_flight_footprint(ENTRIES);
+
+	ASSERT_LT(0, pool_len);
+	ASSERT_EQ(0, syncmem_open(NULL, REGION, 0, 0, &self->r));
+	self->sh = syncmem_base(self->r);
+	ASSERT_EQ(0, syncmem_pool_init(self->sh->pool, pool_len, BLOCK, NBLOCKS, &self->pool));
+	self->table = self->sh->pool + ((pool_len + 63) & ~(size_t)63);
+	ASSERT_EQ(0, syncmem_flight_init(self->r, self->table, table_len, ENTRIES, self->pool,
+					 &self->f));
+}
+
+FIXTURE_TEARDOWN(flight)
+{
+	syncmem_close(self->r);
+}
+
+enum { MODE_OK, MODE_ERROR, MODE_HANG, MODE_TOO_BIG };
+
+struct fn_arg {
+	struct syncmem_region *r;
+	struct fshared *sh;
+};
+
+/* The expensive work: counted, and slow until every follower has joined. */
+static int flight_fn(void *arg, void *out, size_t cap, size_t *len)
+{
+	struct fn_arg *a = arg;
+	int64_t t0 = now_ns();
+
+	atomic_fetch_add(&a->sh->runs, 1);
+	atomic_store(&a->sh->leader_pid, (uint32_t)getpid());
+	while (region_waiters(a->r) < a->sh->expect_waiters && now_ns() - t0 < 20000000000LL)
+		usleep(1000);
+	switch (a->sh->result_mode) {
+	case MODE_ERROR:
+		return -EIO;
+	case MODE_HANG:
+		pause();
+		return -EINTR;
+	case MODE_TOO_BIG:
+		*len = cap + 1;
+		return 0;
+	}
+	*len = (size_t)snprintf(out, cap, "result of pid %d", getpid());
+	return 0;
+}
+
+struct caller_result {
+	int ret;
+	char data[BLOCK];
+};
+
+static void async_done(void *arg, int result, const void *data, size_t len)
+{
+	struct caller_result *c = arg;
+
+	c->ret = result;
+	if (result > 0 && len <= sizeof(c->data))
+		memcpy(c->data, data, len);
+}
+
+/* One caller; writes what it got to @fd: {ret, bytes}. */
+static int caller(struct syncmem_region *r, struct syncmem_flight *f, struct fshared *sh,
+		  int async, int fd)
+{
+	struct fn_arg a = { r, sh };
+	struct caller_result c = { 0 };
+	struct syncmem_loop *loop;
+
+	atomic_fetch_add(&sh->arrived, 1);
+	if (async) {
+		if (syncmem_loop_new(&loop) ||
+		    syncmem_flight_do_async(loop, r, f, "key", 3, flight_fn, &a, async_done, &c) ||
+		    syncmem_loop_run(loop))
+			return 70;
+		syncmem_loop_free(loop);
+	} else {
+		c.ret = syncmem_flight_do(r, f, "key", 3, flight_fn, &a, c.data, sizeof(c.data));
+	}
+	return write(fd, &c, sizeof(c)) == sizeof(c) ? 0 : 71;
+}
+
+/* Start n callers, the first alone (it leads), the rest once it runs. */
+static void run_callers(struct __test_metadata *_metadata, struct syncmem_region *r,
+			struct syncmem_flight *f, struct fshared *sh, int n,
+			struct caller_result *out)
+{
+	pid_t pids[32];
+	int p[2];
+
+	ASSERT_GE(32, n);
+	ASSERT_EQ(0, pipe(p));
+	sh->expect_waiters = (uint32_t)n - 1;
+	for (int i = 0; i < n; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(caller(r, f, sh, i % 2, p[1]));
+		if (i == 0)
+			while (!atomic_load(&sh->leader_pid))
+				usleep(1000);
+	}
+	for (int i = 0; i < n; i++)
+		EXPECT_EQ(0, wait_exit(pids[i]));
+	for (int i = 0; i < n; i++)
+		ASSERT_EQ((ssize_t)sizeof(out[i]), read(p[0], &out[i], sizeof(out[i])));
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST_F_TIMEOUT(flight, twenty_callers_one_run_same_bytes, 300)
+{
+	struct caller_result res[20];
+	char expected[64];
+	int n;
+
+	run_callers(_metadata, self->r, self->f, self->sh, 20, res);
+	EXPECT_EQ(1, atomic_load(&self->sh->runs));
+	n = snprintf(expected, sizeof(expected), "result of pid %u",
+		     atomic_load(&self->sh->leader_pid));
+	for (int i = 0; i < 20; i++) {
+		EXPECT_EQ(n, res[i].ret);
+		EXPECT_EQ(0, memcmp(expected, res[i].data, (size_t)n));
+	}
+	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
+
+	/* No caching: the next call runs again. */
+	self->sh->expect_waiters = 0;
+	{
+		struct fn_arg a = { self->r, self->sh };
+		char buf[BLOCK];
+
+		EXPECT_EQ(n, syncmem_flight_do(self->r, self->f, "key", 3, flight_fn, &a, buf,
+					       sizeof(buf)));
+	}
+	EXPECT_EQ(2, atomic_load(&self->sh->runs));
+}
+
+TEST_F_TIMEOUT(flight, errors_reach_every_caller, 300)
+{
+	struct caller_result res[6];
+
+	self->sh->result_mode = MODE_ERROR;
+	run_callers(_metadata, self->r, self->f, self->sh, 6, res);
+	EXPECT_EQ(1, atomic_load(&self->sh->runs));
+	for (int i = 0; i < 6; i++)
+		EXPECT_EQ(-EIO, res[i].ret);
+	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
+}
+
+TEST_F_TIMEOUT(flight, a_result_larger_than_a_block_is_emsgsize, 300)
+{
+	struct caller_result res[3];
+
+	self->sh->result_mode = MODE_TOO_BIG;
+	run_callers(_metadata, self->r, self->f, self->sh, 3, res);
+	for (int i = 0; i < 3; i++)
+		EXPECT_EQ(-EMSGSIZE, res[i].ret);
+}
+
+TEST_F_TIMEOUT(flight, followers_of_a_killed_leader_get_eownerdead, 300)
+{
+	enum { FOLLOWERS = 5 };
+	struct caller_result res;
+	pid_t leader, pids[FOLLOWERS];
+	int p[2];
+
+	ASSERT_EQ(0, pipe(p));
+	self->sh->result_mode = MODE_HANG;
+	self->sh->expect_waiters = 0;
+	leader = fork();
+	ASSERT_LE(0, leader);
+	if (leader == 0)
+		_exit(caller(self->r, self->f, self->sh, 0, p[1]));
+	while (!atomic_load(&self->sh->leader_pid))
+		usleep(1000);
+	for (int i = 0; i < FOLLOWERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(caller(self->r, self->f, self->sh, i % 2, p[1]));
+	}
+	ASSERT_TRUE(await_waiters(self->r, FOLLOWERS));
+	EXPECT_EQ(1, syncmem_flight_in_flight(self->f));
+	kill(leader, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(leader));
+	for (int i = 0; i < FOLLOWERS; i++)
+		EXPECT_EQ(0, wait_exit(pids[i]));
+	for (int i = 0; i < FOLLOWERS; i++) {
+		ASSERT_EQ((ssize_t)sizeof(res), read(p[0], &res, sizeof(res)));
+		EXPECT_EQ(-EOWNERDEAD, res.ret);
+	}
+	EXPECT_EQ(1, atomic_load(&self->sh->runs));
+	/* The dead flight is gone: its entry and block came back. */
+	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
+	/* And the key works again. */
+	self->sh->result_mode = MODE_OK;
+	{
+		struct fn_arg a = { self->r, self->sh };
+		char buf[BLOCK];
+
+		EXPECT_LT(0, syncmem_flight_do(self->r, self->f, "key", 3, flight_fn, &a, buf,
+					       sizeof(buf)));
+	}
+	EXPECT_EQ(2, atomic_load(&self->sh->runs));
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A leader whose function starts another flight for each level of @depth. */
+struct nest {
+	struct syncmem_region *r;
+	struct syncmem_flight *f;
+	int depth;
+};
+
+static int nested_fn(void *arg, void *out, size_t cap, size_t *len)
+{
+	struct nest *n = arg;
+	char key[16];
+	int ret;
+
+	if (n->depth == 0) {
+		*len = 1;
+		return cap ? (((char *)out)[0] = 'x', 0) : -ENOSPC;
+	}
+	n->depth--;
+	snprintf(key, sizeof(key), "n%d", n->depth);
+	ret = syncmem_flight_do(n->r, n->f, key, strlen(key), nested_fn, n, out, cap);
+	if (ret < 0)
+		return ret;
+	*len = (size_t)ret;
+	return 0;
+}
+
+TEST_F(flight, limits_and_errors)
+{
+	size_t table_len = syncmem_flight_footprint(ENTRIES);
+	struct nest n = { self->r, self->f, ENTRIES };
+	struct syncmem_flight *other;
+	struct syncmem_loop *loop;
+	char buf[BLOCK], small[4];
+	struct fn_arg a = { self->r, self->sh };
+
+	/* Nested flights hold one entry each: ENTRIES of them fit, not more. */
+	n.depth = ENTRIES - 1;
+	EXPECT_EQ(1, syncmem_flight_do(self->r, self->f, "top", 3, nested_fn, &n, buf,
+				       sizeof(buf)));
+	n.depth = ENTRIES;
+	EXPECT_EQ(-ENOSPC, syncmem_flight_do(self->r, self->f, "top", 3, nested_fn, &n, buf,
+					     sizeof(buf)));
+	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
+
+	/* No free block for the result: -ENOMEM before running anything. */
+	{
+		uint32_t blocks[NBLOCKS];
+
+		for (int i = 0; i < NBLOCKS; i++)
+			blocks[i] = syncmem_pool_alloc(self->pool);
+		EXPECT_EQ(-ENOMEM, syncmem_flight_do(self->r, self->f, "key", 3, flight_fn, &a,
+						     buf, sizeof(buf)));
+		EXPECT_EQ(0, atomic_load(&self->sh->runs));
+		for (int i = 0; i < NBLOCKS; i++)
+			syncmem_pool_free(self->pool, blocks[i]);
+	}
+	/* The caller's buffer too small for the result. */
+	EXPECT_EQ(-EMSGSIZE, syncmem_flight_do(self->r, self->f, "key", 3, flight_fn, &a, small,
+					       sizeof(small)));
+	EXPECT_EQ(-E2BIG, syncmem_flight_do(self->r, self->f, buf, SYNCMEM_KEY_MAX + 1, flight_fn,
+					    &a, buf, sizeof(buf)));
+	EXPECT_EQ(-EINVAL, syncmem_flight_do(self->r, self->f, "", 0, flight_fn, &a, buf, 1));
+	EXPECT_EQ(-EINVAL, syncmem_flight_do(self->r, self->f, "k", 1, NULL, &a, buf, 1));
+	EXPECT_EQ(-EINVAL, syncmem_flight_do(NULL, self->f, "k", 1, flight_fn, &a, buf, 1));
+	EXPECT_EQ(-EINVAL, syncmem_flight_do(self->r, (struct syncmem_flight *)self->sh->pool,
+					     "k", 1, flight_fn, &a, buf, 1));
+
+	/* Init and attach. */
+	EXPECT_EQ(-EEXIST, syncmem_flight_init(self->r, self->table, table_len, ENTRIES,
+					       self->pool, &other));
+	EXPECT_EQ(-EINVAL, syncmem_flight_init(self->r, buf, sizeof(buf), 1, self->pool, &other));
+	EXPECT_EQ(-EINVAL, syncmem_flight_init(self->r, self->table, table_len, ENTRIES,
+					       (struct syncmem_pool *)buf, &other));
+	EXPECT_EQ(0, syncmem_flight_attach(self->r, self->table, table_len, &other));
+	EXPECT_EQ(self->f, other);
+	EXPECT_EQ(-EPROTO, syncmem_flight_attach(self->r, (char *)self->sh + REGION - 65536,
+						 table_len, &other));
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	EXPECT_EQ(-EINVAL, syncmem_flight_do_async(loop, self->r, self->f, "k", 1, flight_fn, &a,
+						   NULL, NULL));
+	EXPECT_EQ(-EINVAL, syncmem_flight_do_async(NULL, self->r, self->f, "k", 1, flight_fn, &a,
+						   async_done, NULL));
+	syncmem_loop_free(loop);
+	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+}
+
+TEST_HARNESS_MAIN
