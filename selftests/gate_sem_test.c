@@ -158,7 +158,9 @@ static void fifo_and_no_barging(struct __test_metadata *_metadata, struct syncme
 
 		/* A gate reports the hand-off; the semaphore just succeeds. */
 		EXPECT_EQ(sem ? 0 : 1, ret);
-		usleep(2000);
+		/* Next signal once this one's receiver recorded itself. */
+		for (int t = 0; atomic_load(&sh->seq) <= (uint32_t)i && t < 20000; t++)
+			usleep(1000);
 	}
 	for (int i = 0; i < N; i++)
 		EXPECT_EQ(0, wait_exit(pids[i]));
