@@ -8,7 +8,11 @@
  *  3. the lock-free allocator's seed test: 50 processes allocate and free
  *     the 20 blocks of one pool in a region for 3 s, stamping every block;
  *  4. one AsyncLock shared by a process locking blocking and a process
- *     locking from its event loop (executeLocked).
+ *     locking from its event loop (executeLocked);
+ *  5. the lock model's readers and writers: 5 writer and 5 reader processes
+ *     pass a bounded buffer of triplets around with gates (wait/signal);
+ *  6. single-flight: 8 processes ask for the same key at once, the work runs
+ *     once and all of them get its result.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -18,6 +22,7 @@
 #include <unistd.h>
 
 #include "pool_common.h"
+#include "triplets.h"
 #include "syncmem.h"
 
 #define REGION_NAME "syncmem-demo"
@@ -262,6 +267,118 @@ static int demo_lock(void)
 	return err;
 }
 
+static int demo_triplets(void)
+{
+	enum { READERS = 5, WRITERS = 5, EACH = 100 };
+	struct syncmem_region *r;
+	struct triplets *t;
+	int bad = 0, status;
+	pid_t pids[READERS + WRITERS];
+
+	if (syncmem_open(NULL, 4096, 0, 0, &r))
+		return 1;
+	t = syncmem_base(r);
+	triplets_init(t);
+	for (int i = 0; i < READERS + WRITERS; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			for (int k = 0; k < EACH; k++)
+				if (i < READERS ? triplets_read(r, t)
+						: triplets_write(r, t, (uint32_t)(i * 1000 + k)))
+					_exit(1);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < READERS + WRITERS; i++) {
+		waitpid(pids[i], &status, 0);
+		bad |= !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	printf("%d writer and %d reader processes: %u triplets read, %u not consecutive, "
+	       "%u values left in the buffer\n", WRITERS, READERS, t->triplets_read,
+	       t->bad_triplets, t->count);
+	bad |= t->triplets_read != READERS * EACH || t->bad_triplets || t->count;
+	syncmem_close(r);
+	printf("readers/writers: %s\n", bad ? "FAILED" : "ok, every triplet read was one writer's");
+	return bad;
+}
+
+struct flight_page {
+	_Atomic uint32_t runs;
+	_Atomic uint32_t arrived;
+	uint8_t mem[] __attribute__((aligned(64)));
+};
+
+struct flight_job {
+	struct flight_page *pg;
+	int callers;
+};
+
+/* The expensive work: takes until all callers have arrived, then 50 ms more. */
+static int expensive(void *arg, void *out, size_t cap, size_t *len)
+{
+	struct flight_job *job = arg;
+
+	atomic_fetch_add(&job->pg->runs, 1);
+	for (int i = 0; i < 2000 && atomic_load(&job->pg->arrived) < (uint32_t)job->callers; i++)
+		usleep(1000);
+	usleep(50000);
+	*len = (size_t)snprintf(out, cap, "computed by pid %d", getpid()) + 1;
+	return 0;
+}
+
+static int demo_flight(void)
+{
+	enum { CALLERS = 8, BLOCKS = 16, ENTRIES = 8 };
+	size_t pool_len = syncmem_pool_footprint(256, BLOCKS);
+	struct syncmem_pool *pool;
+	struct syncmem_flight *f;
+	struct syncmem_region *r;
+	struct flight_page *pg;
+	void *table;
+	int bad = 0, status, p[2];
+	pid_t pids[CALLERS];
+	char first[256] = "", got[256];
+
+	if (syncmem_open(NULL, 65536, 0, 0, &r) || pipe(p))
+		return 1;
+	pg = syncmem_base(r);
+	table = pg->mem + ((pool_len + 63) & ~(size_t)63);
+	if (syncmem_pool_init(pg->mem, pool_len, 256, BLOCKS, &pool) ||
+	    syncmem_flight_init(r, table, syncmem_flight_footprint(ENTRIES), ENTRIES, pool, &f))
+		return 1;
+	for (int i = 0; i < CALLERS; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			struct flight_job job = { pg, CALLERS };
+			char buf[256] = "";
+			int n;
+
+			atomic_fetch_add(&pg->arrived, 1);
+			n = syncmem_flight_do(r, f, "report", 6, expensive, &job, buf, sizeof(buf));
+			if (n < 0)
+				snprintf(buf, sizeof(buf), "error %s", syncmem_strerror(n));
+			_exit(write(p[1], buf, sizeof(buf)) == sizeof(buf) ? 0 : 1);
+		}
+	}
+	for (int i = 0; i < CALLERS; i++) {
+		waitpid(pids[i], &status, 0);
+		bad |= !WIFEXITED(status) || WEXITSTATUS(status);
+		if (read(p[0], got, sizeof(got)) != sizeof(got))
+			bad = 1;
+		if (!i)
+			memcpy(first, got, sizeof(got));
+		bad |= strcmp(first, got) != 0;
+	}
+	printf("%d processes asked for \"report\" at once: the work ran %u time(s), "
+	       "all got \"%s\"\n", CALLERS, atomic_load(&pg->runs), first);
+	bad |= atomic_load(&pg->runs) != 1;
+	close(p[0]);
+	close(p[1]);
+	syncmem_close(r);
+	printf("single-flight: %s\n", bad ? "FAILED" : "ok");
+	return bad;
+}
+
 int main(void)
 {
 	int failed = 0;
@@ -275,6 +392,10 @@ int main(void)
 	failed |= demo_pool();
 	printf("== 4. one lock, a blocking locker and an async locker (executeLocked)\n");
 	failed |= demo_lock();
+	printf("== 5. readers and writers of triplets, passing gates (wait/signal)\n");
+	failed |= demo_triplets();
+	printf("== 6. single-flight: one run for eight concurrent callers\n");
+	failed |= demo_flight();
 	printf("demo: %s\n", failed ? "FAILED" : "all scenes ok");
 	return failed;
 }
