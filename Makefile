@@ -47,7 +47,9 @@ SELFTESTS := $(patsubst selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRCS))
 SELFTEST_SCRIPTS := $(BUILD)/selftests/run-all
 HOSTTEST_SRCS := $(sort $(wildcard tests/host/*_test.c))
 HOSTTESTS := $(patsubst tests/host/%.c,$(BUILD)/host/%,$(HOSTTEST_SRCS))
-TOOL_SRCS := $(sort $(wildcard tools/syncmemctl/*.c tools/demo/*.c tools/bench/*.c))
+# lock_instructions reaches into the library's internals and runs on the host.
+TOOL_SRCS := $(sort $(filter-out tools/bench/lock_instructions.c, \
+	$(wildcard tools/syncmemctl/*.c tools/demo/*.c tools/bench/*.c)))
 TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
 
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
@@ -127,15 +129,21 @@ $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h selfte
 # kernel ones run in the VM; the pool needs no kernel and runs on the host's
 # real CPU, with instruction counts from callgrind.
 BENCHES := wake_pingpong notify_all async_pingpong lock_bench
-bench: all $(BUILD)/bench/pool_bench
+bench: all $(BUILD)/bench/pool_bench $(BUILD)/bench/lock_instructions
 	$(ROOT)/tools/vm/run --kernel stock --timeout 900 -- sh -c \
 		'for b in $(BENCHES); do tools/$$b || exit 1; done'
 	$(BUILD)/bench/pool_bench
 	$(ROOT)/tools/bench/pool-instructions $(BUILD)/bench/pool_bench
+	$(ROOT)/tools/bench/lock-instructions $(BUILD)/bench/lock_instructions
 
 $(BUILD)/bench/pool_bench: tools/bench/pool_bench.c lib/libsyncmem.a $(wildcard tools/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a -pthread -luring
+
+$(BUILD)/bench/lock_instructions: tools/bench/lock_instructions.c lib/libsyncmem.a $(LIB_HDRS) \
+		$(wildcard tools/bench/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -Ilib -o $@ $< lib/libsyncmem.a -pthread -luring
 
 # ---- tests ------------------------------------------------------------------
 # Each step appends its TAP to build/check/*.tap; tools/tap-summary prints the

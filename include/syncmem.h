@@ -263,9 +263,10 @@ uint32_t syncmem_pool_free_count(const struct syncmem_pool *p);
  * are an unlocked lock in default mode.
  */
 struct syncmem_lock {
-	uint32_t word;		/* 0 free, 1 locked, 2 locked and maybe waited on */
+	uint32_t word;		/* 0 free, else the holder's thread id; bit 31:
+				 * maybe waited on (alone: being handed over) */
 	uint32_t flags;		/* SYNCMEM_LOCK_FAIR */
-	uint32_t owner;		/* thread id of the holder (0: none or unknown) */
+	uint32_t reserved0;
 	uint32_t starving;	/* waiters owed a hand-off (default mode) */
 	uint32_t reserved[12];
 } __attribute__((aligned(64)));
@@ -276,7 +277,8 @@ void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
  * Take the lock, blocking. 0, SYNCMEM_TIMED_OUT (lock_timed), -EDEADLK when
  * this thread already holds it, -EINVAL when @l is not inside @r. Waiters
  * (blocking and async) queue in one FIFO. Uncontended: one CAS, no system
- * call (a thread's very first lock caches its thread id with gettid()).
+ * call: one CAS each way (a thread's very first lock caches its thread id
+ * with gettid()).
  */
 int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l);
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns);

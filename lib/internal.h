@@ -15,6 +15,7 @@ struct syncmem_region {
 	int fd;			/* region fd, owned */
 	void *base;		/* its MAP_SHARED mapping */
 	size_t size;		/* region size in bytes */
+	size_t lock_words;	/* offsets / 4 below this hold a whole struct syncmem_lock */
 	bool rdonly;
 };
 
@@ -71,6 +72,14 @@ int syncmem__guard_arm(struct syncmem_region *r, uint32_t *word, uint32_t expect
 int syncmem__guard_disarm(uint64_t id);
 
 /* This thread's id, cached (no system call after the first). */
-uint32_t syncmem__tid(void);
+extern __thread uint32_t syncmem__cached_tid __attribute__((tls_model("initial-exec")));
+uint32_t syncmem__tid_slow(void);
+
+static inline uint32_t syncmem__tid(void)
+{
+	uint32_t tid = syncmem__cached_tid;
+
+	return __builtin_expect(tid != 0, 1) ? tid : syncmem__tid_slow();
+}
 
 #endif /* SYNCMEM_INTERNAL_H */

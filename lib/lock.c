@@ -5,9 +5,12 @@
  * syncmem_execute_locked), with both kinds of lockers in the kernel's single
  * FIFO queue for the lock word.
  *
- * The word has three states (0 free, 1 locked, 2 locked and maybe waited
- * on), so an uncontended lock is one CAS and an uncontended unlock one
- * atomic: no system call.
+ * The word is 0 when free, else the holder's thread id, with bit 31 set
+ * once somebody may be waiting (the three states: free, locked, locked and
+ * maybe waited on). Taking a free lock is one CAS 0 -> tid and releasing an
+ * unwaited one one CAS tid -> 0: no system call, and the same CAS checks
+ * that the caller is the holder (-EPERM otherwise). A contender sets bit 31
+ * and sleeps on the word; an unlock that finds it set goes to the kernel.
  *
  * Default mode: unlock stores 0 and wakes the oldest waiter, so a newcomer
  * may take the lock first (barging, good for throughput). A waiter that has
@@ -17,7 +20,9 @@
  * it never becomes free and nobody can barge. The starving waiter then gets
  * the lock after at most the waiters queued ahead of it: the bound.
  *
- * SYNCMEM_LOCK_FAIR: unlock always hands off to the oldest waiter.
+ * SYNCMEM_LOCK_FAIR: unlock always hands off to the oldest waiter. During a
+ * hand-off the word holds bit 31 alone (held, holder being switched) until
+ * the receiver writes its id.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,18 +34,39 @@
 #include "internal.h"
 
 #define LOCK_FREE	0u
-#define LOCK_LOCKED	1u
-#define LOCK_CONTENDED	2u
+#define LOCK_WAITERS	0x80000000u	/* somebody may sleep on the word */
+#define LOCK_HOLDER	0x3fffffffu	/* the holder's thread id */
+
+/* Polls of the word before a contended locker goes to sleep. */
+#define LOCK_SPIN	100
 
 _Static_assert(sizeof(struct syncmem_lock) == 64, "struct syncmem_lock layout");
 
-/* The whole lock inside the region's mapping, its word 4-byte aligned. */
-static bool lock_valid(struct syncmem_region *r, struct syncmem_lock *l)
+static inline void cpu_relax(void)
 {
-	__u64 off;
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
 
-	return !syncmem__word_offset(r, &l->word, 4, &off) &&
-	       r->size - off >= sizeof(*l);
+/*
+ * The whole lock inside the region's mapping, its word 4-byte aligned: one
+ * compare, as rotating the offset's two low bits to the top makes a
+ * misaligned offset (or one below the base) larger than any limit.
+ */
+static inline bool lock_valid(const struct syncmem_region *r, const struct syncmem_lock *l)
+{
+	uintptr_t off = (uintptr_t)l - (uintptr_t)r->base;
+
+	off = (off >> 2) | (off << (sizeof(off) * 8 - 2));
+	return off < r->lock_words;
+}
+
+static inline uint32_t holder(uint32_t word)
+{
+	return word & LOCK_HOLDER;
 }
 
 void syncmem_lock_init(struct syncmem_lock *l, unsigned flags)
@@ -55,24 +81,27 @@ static bool hands_off(const struct syncmem_lock *l)
 	       __atomic_load_n(&l->starving, __ATOMIC_RELAXED);
 }
 
-/* Mark the lock held by this thread. */
-static void take(struct syncmem_lock *l, bool *starving)
+/*
+ * The lock is ours (a hand-off, or taken for an async locker by another
+ * thread): write our id, keeping bit 31. Only bit 31 can change meanwhile.
+ * Acquire: pairs with the release the previous holder made on the word
+ * before handing off, so its critical section happens before ours.
+ */
+static void set_holder(struct syncmem_lock *l, uint32_t tid)
+{
+	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+
+	while (!__atomic_compare_exchange_n(&l->word, &v, (v & LOCK_WAITERS) | tid, false,
+					    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		;
+}
+
+static void stop_starving(struct syncmem_lock *l, bool *starving)
 {
 	if (*starving) {
 		__atomic_fetch_sub(&l->starving, 1, __ATOMIC_RELAXED);
 		*starving = false;
 	}
-	__atomic_store_n(&l->owner, syncmem__tid(), __ATOMIC_RELAXED);
-}
-
-/*
- * A hand-off gave us the lock: acquire the release exchange the previous
- * holder made on the word before handing off, so its critical section
- * happens before ours.
- */
-static void handed_over(struct syncmem_lock *l)
-{
-	(void)__atomic_load_n(&l->word, __ATOMIC_ACQUIRE);
 }
 
 /* A waiter woken without getting the lock: maybe it is starving now. */
@@ -84,94 +113,210 @@ static void count_wakeup(struct syncmem_lock *l, int *wakeups, bool *starving)
 	__atomic_fetch_add(&l->starving, 1, __ATOMIC_RELAXED);
 }
 
-static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
+/*
+ * Before sleeping, watch the word for a short while: a critical section is
+ * often over sooner than a system call, let alone a sleep and a wake-up.
+ * Only while nobody sleeps on it: with waiters queued, spinning would just
+ * barge ahead of them.
+ */
+static bool lock_spin(struct syncmem_lock *l, uint32_t tid)
+{
+	for (int i = 0; i < LOCK_SPIN; i++) {
+		uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+
+		if (v == LOCK_FREE &&
+		    __atomic_compare_exchange_n(&l->word, &v, tid, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return true;
+		if (v & LOCK_WAITERS)
+			return false;
+		cpu_relax();
+	}
+	return false;
+}
+
+/*
+ * One step of a contended acquisition: take the lock if it is free (keeping
+ * bit 31: we have been, or are about to be, among its waiters), else make
+ * sure bit 31 is set. Returns true when taken, else false with *@sleep_on
+ * the word value to sleep on.
+ */
+static bool lock_step(struct syncmem_lock *l, uint32_t tid, uint32_t *sleep_on)
+{
+	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+
+	for (;;) {
+		if (v == LOCK_FREE) {
+			if (__atomic_compare_exchange_n(&l->word, &v, tid | LOCK_WAITERS, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return true;
+			continue;
+		}
+		if (v & LOCK_WAITERS) {
+			*sleep_on = v;
+			return false;
+		}
+		if (__atomic_compare_exchange_n(&l->word, &v, v | LOCK_WAITERS, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			*sleep_on = v | LOCK_WAITERS;
+			return false;
+		}
+	}
+}
+
+static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid,
+		     int64_t timeout_ns)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
 	bool starving = false;
+	uint32_t sleep_on;
 	int wakeups = 0, ret;
 
-	/* Acquire: the previous holder's writes happen before our section. */
-	while (__atomic_exchange_n(&l->word, LOCK_CONTENDED, __ATOMIC_ACQUIRE) != LOCK_FREE) {
-		ret = syncmem__wait_until(r, &l->word, 4, LOCK_CONTENDED, deadline);
+	if (!hands_off(l) && lock_spin(l, tid))
+		return 0;
+	while (!lock_step(l, tid, &sleep_on)) {
+		ret = syncmem__wait_until(r, &l->word, 4, sleep_on, deadline);
 		if (ret == SYNCMEM_WAIT_HANDED_OFF) {
-			/* The lock is ours; the word stays CONTENDED. */
-			handed_over(l);
+			set_holder(l, tid);
 			break;
 		}
 		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
-			if (starving)
-				__atomic_fetch_sub(&l->starving, 1, __ATOMIC_RELAXED);
+			stop_starving(l, &starving);
 			return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
 		}
 		if (ret == SYNCMEM_WAIT_WOKEN)
 			count_wakeup(l, &wakeups, &starving);
 	}
-	take(l, &starving);
+	stop_starving(l, &starving);
 	return 0;
+}
+
+/* The CAS failed on @seen: ours already, give up, or wait. */
+static __attribute__((noinline)) int lock_contended(struct syncmem_region *r,
+						    struct syncmem_lock *l, uint32_t tid,
+						    uint32_t seen, int64_t timeout_ns)
+{
+	if (holder(seen) == tid)
+		return -EDEADLK;
+	if (!timeout_ns)
+		return SYNCMEM_TIMED_OUT;
+	return lock_slow(r, l, tid, timeout_ns);
+}
+
+static int lock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid,
+		    int64_t timeout_ns)
+{
+	uint32_t seen = LOCK_FREE;
+
+	if (__atomic_compare_exchange_n(&l->word, &seen, tid, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return 0;
+	return lock_contended(r, l, tid, seen, timeout_ns);
+}
+
+/* Out of line, so that the fast path's own return needs no register move. */
+static __attribute__((noinline, cold)) int lock_invalid(void)
+{
+	return -EINVAL;
+}
+
+/* A thread's first lock: look its id up first. */
+static __attribute__((noinline)) int lock_first(struct syncmem_region *r,
+						struct syncmem_lock *l, int64_t timeout_ns)
+{
+	return lock_cas(r, l, syncmem__tid_slow(), timeout_ns);
+}
+
+/*
+ * The fast path: one CAS 0 -> tid (acquire). Every other case leaves by a
+ * tail call, so the fast path needs no stack frame.
+ */
+static inline int lock_fast(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
+{
+	uint32_t tid, seen = LOCK_FREE;
+
+	if (!r || !lock_valid(r, l))
+		return lock_invalid();
+	tid = syncmem__cached_tid;
+	if (__builtin_expect(!tid, 0))
+		return lock_first(r, l, timeout_ns);
+	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &seen, tid, false,
+							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
+		return 0;
+	return lock_contended(r, l, tid, seen, timeout_ns);
 }
 
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
 {
-	uint32_t expected = LOCK_FREE;
-	bool no = false;
-
-	if (!r || !l || !lock_valid(r, l))
-		return -EINVAL;
-	if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == syncmem__tid() &&
-	    __atomic_load_n(&l->word, __ATOMIC_RELAXED) != LOCK_FREE)
-		return -EDEADLK;
-	if (__atomic_compare_exchange_n(&l->word, &expected, LOCK_LOCKED, false,
-					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-		take(l, &no);
-		return 0;
-	}
-	if (!timeout_ns)
-		return SYNCMEM_TIMED_OUT;
-	return lock_slow(r, l, timeout_ns);
+	return lock_fast(r, l, timeout_ns);
 }
 
 int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l)
 {
-	return syncmem_lock_timed(r, l, SYNCMEM_FOREVER);
+	return lock_fast(r, l, SYNCMEM_FOREVER);
 }
 
 int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l)
 {
-	int ret = syncmem_lock_timed(r, l, 0);
+	int ret = lock_fast(r, l, 0);
 
 	return ret == SYNCMEM_TIMED_OUT ? -EBUSY : ret;
 }
 
-int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l)
+/* The CAS tid -> 0 failed on @seen: not ours, or somebody may wait. */
+static int unlock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid,
+		       uint32_t seen)
 {
-	uint32_t owner, one = LOCK_LOCKED;
 	int ret;
 
-	if (!r || !l || !lock_valid(r, l))
-		return -EINVAL;
-	owner = __atomic_load_n(&l->owner, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&l->word, __ATOMIC_RELAXED) == LOCK_FREE ||
-	    (owner && owner != syncmem__tid()))
+	if (holder(seen) != tid)
 		return -EPERM;
-	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
-
 	if (hands_off(l)) {
-		/* Nobody waits: just free it. Else the oldest waiter gets it. */
-		if (__atomic_compare_exchange_n(&l->word, &one, LOCK_FREE, false,
-						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			return 0;
-		/* Release for the waiter we hand to (see handed_over()). */
-		__atomic_exchange_n(&l->word, LOCK_CONTENDED, __ATOMIC_RELEASE);
+		/*
+		 * Keep it held, by nobody in particular until the receiver
+		 * writes its id (so neither we nor anyone else can take it or
+		 * unlock it meanwhile). Release: the receiver acquires it in
+		 * set_holder(). The kernel wakes the oldest waiter, or frees
+		 * the lock if nobody waits after all.
+		 */
+		__atomic_store_n(&l->word, LOCK_WAITERS, __ATOMIC_RELEASE);
 		ret = syncmem_handoff32(r, &l->word, LOCK_FREE);
 		return ret < 0 ? ret : 0;
 	}
 	/* Release: our section happens before the next holder's. */
-	if (__atomic_fetch_sub(&l->word, 1, __ATOMIC_RELEASE) != LOCK_LOCKED) {
-		__atomic_store_n(&l->word, LOCK_FREE, __ATOMIC_RELEASE);
-		ret = syncmem_notify(r, &l->word, 1);
-		return ret < 0 ? ret : 0;
-	}
-	return 0;
+	__atomic_store_n(&l->word, LOCK_FREE, __ATOMIC_RELEASE);
+	ret = syncmem_notify(r, &l->word, 1);
+	return ret < 0 ? ret : 0;
+}
+
+/* Not the holder, somebody may wait, or the thread's first call. */
+static __attribute__((noinline)) int unlock_slow_path(struct syncmem_region *r,
+						      struct syncmem_lock *l)
+{
+	uint32_t tid = syncmem__tid(), seen = tid;
+
+	if (__atomic_compare_exchange_n(&l->word, &seen, LOCK_FREE, false, __ATOMIC_RELEASE,
+					__ATOMIC_RELAXED))
+		return 0;
+	return unlock_slow(r, l, tid, seen);
+}
+
+int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l)
+{
+	uint32_t tid;
+
+	if (!r || !lock_valid(r, l))
+		return -EINVAL;
+	tid = syncmem__cached_tid;
+	/*
+	 * Release: our section happens before the next holder's. (A zero tid,
+	 * not looked up yet, fails the CAS unless the lock is free, and the
+	 * slow path sorts it out.)
+	 */
+	if (__builtin_expect(tid && __atomic_compare_exchange_n(&l->word, &tid, LOCK_FREE, false,
+								 __ATOMIC_RELEASE, __ATOMIC_RELAXED), 1))
+		return 0;
+	return unlock_slow_path(r, l);
 }
 
 /* An asynchronous acquisition in progress. */
@@ -189,7 +334,9 @@ struct lock_op {
 static void lock_op_finish(struct lock_op *op, int result)
 {
 	if (result == 0) {
-		take(op->l, &op->starving);
+		/* Held from now on by the thread running the loop. */
+		set_holder(op->l, syncmem__tid());
+		stop_starving(op->l, &op->starving);
 		if (op->fn) {
 			op->fn(op->arg);
 			syncmem_unlock(op->r, op->l);
@@ -197,8 +344,7 @@ static void lock_op_finish(struct lock_op *op, int result)
 			op->cb(op->arg, 0);
 		}
 	} else {
-		if (op->starving)
-			__atomic_fetch_sub(&op->l->starving, 1, __ATOMIC_RELAXED);
+		stop_starving(op->l, &op->starving);
 		if (!op->fn)
 			op->cb(op->arg, result);
 	}
@@ -213,13 +359,13 @@ static void lock_op_step(void *arg, int result);
  */
 static int lock_op_try(struct lock_op *op)
 {
+	uint32_t sleep_on;
 	int ret;
 
 	for (;;) {
-		if (__atomic_exchange_n(&op->l->word, LOCK_CONTENDED, __ATOMIC_ACQUIRE) ==
-		    LOCK_FREE)
+		if (lock_step(op->l, syncmem__tid(), &sleep_on))
 			return 1;
-		ret = syncmem__wait_async(op->loop, op->r, &op->l->word, 4, LOCK_CONTENDED,
+		ret = syncmem__wait_async(op->loop, op->r, &op->l->word, 4, sleep_on,
 					  SYNCMEM_FOREVER, lock_op_step, op, true, NULL);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
@@ -235,7 +381,6 @@ static void lock_op_step(void *arg, int result)
 	int ret;
 
 	if (result == SYNCMEM_WAIT_HANDED_OFF) {
-		handed_over(op->l);
 		lock_op_finish(op, 0);
 		return;
 	}
@@ -256,7 +401,7 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	struct lock_op *op;
 	int ret;
 
-	if (!loop || !r || !l || (!cb && !fn) || !lock_valid(r, l))
+	if (!loop || !r || (!cb && !fn) || !lock_valid(r, l))
 		return -EINVAL;
 	op = calloc(1, sizeof(*op));
 	if (!op)

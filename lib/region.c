@@ -34,6 +34,8 @@ static int region_adopt(int fd, size_t size, bool rdonly,
 	r->fd = fd;
 	r->base = base;
 	r->size = size;
+	r->lock_words = size >= sizeof(struct syncmem_lock) ?
+			(size - sizeof(struct syncmem_lock)) / 4 + 1 : 0;
 	r->rdonly = rdonly;
 	*out = r;
 	return 0;

@@ -6,12 +6,12 @@
 
 #include "internal.h"
 
-static __thread uint32_t cached_tid __attribute__((tls_model("initial-exec")));
+__thread uint32_t syncmem__cached_tid __attribute__((tls_model("initial-exec")));
 
 /* A forked child is a new thread with the same TLS: look again. */
 static void forget_tid(void)
 {
-	cached_tid = 0;
+	syncmem__cached_tid = 0;
 }
 
 static void register_fork_handler(void)
@@ -19,13 +19,11 @@ static void register_fork_handler(void)
 	pthread_atfork(NULL, NULL, forget_tid);
 }
 
-uint32_t syncmem__tid(void)
+uint32_t syncmem__tid_slow(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (__builtin_expect(!cached_tid, 0)) {
-		pthread_once(&once, register_fork_handler);
-		cached_tid = (uint32_t)gettid();
-	}
-	return cached_tid;
+	pthread_once(&once, register_fork_handler);
+	syncmem__cached_tid = (uint32_t)gettid();
+	return syncmem__cached_tid;
 }
