@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * lock: contended lock+unlock throughput of syncmem_lock (default and fair
- * mode) against a process-shared pthread mutex, with 2 and 4 processes on
- * one lock, in the same run. Prints operations per second.
+ * lock: syncmem_lock against a process-shared pthread mutex, in the same run:
+ *  - contended lock+unlock throughput with 2 and 4 processes on one lock
+ *    (default and fair mode), medians of alternating rounds;
+ *  - hand-over latency: from an unlock to the moment the waiter that gets
+ *    the lock runs, for a blocking waiter and for an async one (its callback
+ *    from the io_uring loop), against a pthread waiter.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -12,26 +15,53 @@
 #include "bench.h"
 #include "syncmem.h"
 
-#define SECONDS 1.0
+#define SECONDS		0.4
+#define ROUNDS		5
+#define HANDOVERS	200
+
+enum kind { PTHREAD, PTHREAD_ADAPTIVE, SYNCMEM, SYNCMEM_FAIR, SYNCMEM_ASYNC };
 
 struct shared {
 	struct syncmem_lock lock;
 	uint64_t counter;
 	_Atomic int go;
+	_Atomic int phase;
+	_Atomic int64_t t_unlock;
 	double rate[8];
+	double latency[HANDOVERS];
 };
 
 static struct syncmem_region *region;
-/* The baseline lives in memfd memory: futexes do not work across processes on region pages. */
-static pthread_mutex_t *mutex;
+/*
+ * The baselines live in memfd memory (futexes do not work across processes
+ * on region pages): a default process-shared mutex, and an adaptive one
+ * (it spins a little before sleeping, as syncmem_lock does).
+ */
+static pthread_mutex_t *mutex, *adaptive;
+
+static void take(struct shared *sh, enum kind k)
+{
+	if (k == PTHREAD || k == PTHREAD_ADAPTIVE)
+		pthread_mutex_lock(k == PTHREAD ? mutex : adaptive);
+	else
+		syncmem_lock(region, &sh->lock);
+}
+
+static void release(struct shared *sh, enum kind k)
+{
+	if (k == PTHREAD || k == PTHREAD_ADAPTIVE)
+		pthread_mutex_unlock(k == PTHREAD ? mutex : adaptive);
+	else
+		syncmem_unlock(region, &sh->lock);
+}
 
 /* @procs processes hammer one lock for SECONDS; total operations per second. */
-static double contended(struct shared *sh, int procs, int use_mutex, unsigned int flags)
+static double contended(struct shared *sh, int procs, enum kind k)
 {
 	pid_t pid[8];
 	double total = 0;
 
-	syncmem_lock_init(&sh->lock, flags);
+	syncmem_lock_init(&sh->lock, k == SYNCMEM_FAIR ? SYNCMEM_LOCK_FAIR : 0);
 	atomic_store(&sh->go, 0);
 	for (int i = 0; i < procs; i++) {
 		pid[i] = fork();
@@ -43,18 +73,12 @@ static double contended(struct shared *sh, int procs, int use_mutex, unsigned in
 				;
 			t0 = bench_now();
 			do {
-				for (int k = 0; k < 256; k++) {
-					if (use_mutex)
-						pthread_mutex_lock(mutex);
-					else
-						syncmem_lock(region, &sh->lock);
+				for (int j = 0; j < 64; j++) {
+					take(sh, k);
 					sh->counter++;
-					if (use_mutex)
-						pthread_mutex_unlock(mutex);
-					else
-						syncmem_unlock(region, &sh->lock);
+					release(sh, k);
 				}
-				n += 256;
+				n += 64;
 				t1 = bench_now();
 			} while (t1 - t0 < SECONDS);
 			sh->rate[i] = n / (t1 - t0);
@@ -69,13 +93,86 @@ static double contended(struct shared *sh, int procs, int use_mutex, unsigned in
 	return total;
 }
 
+static int64_t now_ns(void)
+{
+	return (int64_t)(bench_now() * 1e9);
+}
+
+struct async_waiter {
+	struct shared *sh;
+	int round;
+};
+
+static void async_got_it(void *arg, int result)
+{
+	struct async_waiter *w = arg;
+
+	if (result)
+		return;
+	w->sh->latency[w->round] = now_ns() - atomic_load(&w->sh->t_unlock);
+	syncmem_unlock(region, &w->sh->lock);
+}
+
+/*
+ * Median ns from unlock to the waiter running with the lock. Each round:
+ * the parent holds the lock, the child starts waiting (blocking, or from
+ * its loop) and says so, the parent gives it 2 ms to fall asleep, then
+ * stamps the time and unlocks.
+ */
+static double handover(struct shared *sh, enum kind k)
+{
+	struct syncmem_loop *loop = NULL;
+	pid_t pid;
+
+	syncmem_lock_init(&sh->lock, 0);
+	atomic_store(&sh->phase, 0);
+	pid = fork();
+	if (pid == 0) {
+		if (k == SYNCMEM_ASYNC && syncmem_loop_new(&loop))
+			_exit(1);
+		for (int i = 0; i < HANDOVERS; i++) {
+			struct async_waiter w = { sh, i };
+
+			while (atomic_load(&sh->phase) != 2 * i + 1)
+				;
+			atomic_store(&sh->phase, 2 * i + 2);
+			if (k == SYNCMEM_ASYNC) {
+				if (syncmem_lock_async(loop, region, &sh->lock, async_got_it, &w) ||
+				    syncmem_loop_run(loop))
+					_exit(2);
+				continue;
+			}
+			take(sh, k);
+			sh->latency[i] = now_ns() - atomic_load(&sh->t_unlock);
+			release(sh, k);
+		}
+		syncmem_loop_free(loop);
+		_exit(0);
+	}
+	for (int i = 0; i < HANDOVERS; i++) {
+		take(sh, k == SYNCMEM_ASYNC ? SYNCMEM : k);
+		atomic_store(&sh->phase, 2 * i + 1);
+		while (atomic_load(&sh->phase) != 2 * i + 2)
+			;
+		usleep(2000);
+		atomic_store(&sh->t_unlock, now_ns());
+		release(sh, k == SYNCMEM_ASYNC ? SYNCMEM : k);
+		/* Wait until the child had its turn before taking it again. */
+		while (atomic_load(&sh->phase) == 2 * i + 2 && i + 1 < HANDOVERS &&
+		       sh->latency[i] == 0)
+			;
+	}
+	waitpid(pid, NULL, 0);
+	return bench_median(sh->latency, HANDOVERS);
+}
+
 int main(void)
 {
 	pthread_mutexattr_t a;
 	struct shared *sh;
 	int err;
 
-	err = syncmem_open(NULL, 4096, 0, 0, &region);
+	err = syncmem_open(NULL, sizeof(struct shared) + 4096, 0, 0, &region);
 	if (err) {
 		fprintf(stderr, "lock: %s\n", syncmem_strerror(err));
 		return 1;
@@ -84,18 +181,41 @@ int main(void)
 	mutex = memfd_shared(4096);
 	if (!mutex)
 		return 1;
+	adaptive = mutex + 1;
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
 	pthread_mutex_init(mutex, &a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(adaptive, &a);
 	for (int procs = 2; procs <= 4; procs += 2) {
+		double p[ROUNDS], ad[ROUNDS], s[ROUNDS], f[ROUNDS], pm, sm;
 		char what[64];
-		double base = contended(sh, procs, 1, 0);
 
+		for (int i = 0; i < ROUNDS; i++) {
+			p[i] = contended(sh, procs, PTHREAD);
+			ad[i] = contended(sh, procs, PTHREAD_ADAPTIVE);
+			s[i] = contended(sh, procs, SYNCMEM);
+			f[i] = contended(sh, procs, SYNCMEM_FAIR);
+		}
+		pm = bench_median(p, ROUNDS);
+		sm = bench_median(s, ROUNDS);
 		snprintf(what, sizeof(what), "lock contended, %d processes", procs);
-		bench_report(what, "ops/s", contended(sh, procs, 0, 0), "pthread", base, 1);
+		bench_report(what, "ops/s", sm, "pthread", pm, 1);
+		bench_report(what, "ops/s", sm, "adaptive", bench_median(ad, ROUNDS), 1);
 		snprintf(what, sizeof(what), "fair lock contended, %d processes", procs);
-		bench_report(what, "ops/s", contended(sh, procs, 0, SYNCMEM_LOCK_FAIR), "pthread",
-			     base, 1);
+		bench_report(what, "ops/s", bench_median(f, ROUNDS), "pthread", pm, 1);
+	}
+	{
+		double pt, sy, as;
+
+		memset(sh->latency, 0, sizeof(sh->latency));
+		pt = handover(sh, PTHREAD);
+		memset(sh->latency, 0, sizeof(sh->latency));
+		sy = handover(sh, SYNCMEM);
+		memset(sh->latency, 0, sizeof(sh->latency));
+		as = handover(sh, SYNCMEM_ASYNC);
+		bench_report("lock hand-over, blocking waiter", "ns", sy, "pthread", pt, 0);
+		bench_report("lock hand-over, async waiter", "ns", as, "pthread", pt, 0);
 	}
 	syncmem_close(region);
 	return 0;
