@@ -236,7 +236,7 @@ TEST_F(rw, fifo_phases)
 			if (ret)
 				_exit(1);
 			event(self->sh, (uint32_t)i, 0);
-			usleep(50000);
+			usleep(200000);	/* long enough for the next reader to come in */
 			event(self->sh, (uint32_t)i, 1);
 			_exit(syncmem_rwlock_unlock(self->r, &self->sh->rw) ? 2 : 0);
 		}
