@@ -511,7 +511,8 @@ int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
  * Run or join the flight for @key, blocking. Returns the result's length
  * (copied to @out, at most @cap bytes: -EMSGSIZE if larger), @fn's negative
  * errno, -EOWNERDEAD (the leader died), -ENOSPC (table full), -ENOMEM (no
- * free pool block for the result), -E2BIG (key too long).
+ * free pool block for the result), -E2BIG (key too long), -EDEADLK (called
+ * from inside @fn of a flight of the same key, which would wait for itself).
  */
 int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const void *key,
 		      size_t len, syncmem_flight_fn fn, void *fn_arg, void *out, size_t cap);

@@ -51,9 +51,22 @@ struct flight_call {
 	struct syncmem_flight *f;
 	struct syncmem_pool *pool;
 	struct keytab_entry *e;
+	struct flight_call *outer;	/* the flight this thread led around this one */
 	uint64_t guard;
 	bool leader;
 };
+
+/* The flights this thread is running the function of, innermost first. */
+static __thread struct flight_call *leading;
+
+/* Would joining @e wait for this very thread? */
+static bool leading_it(struct keytab_entry *e)
+{
+	for (struct flight_call *c = leading; c; c = c->outer)
+		if (c->e == e)
+			return true;
+	return false;
+}
 
 static struct flight *entry_flight(struct keytab_entry *e)
 {
@@ -180,6 +193,10 @@ static int flight_join(struct flight_call *c, const void *key, size_t len)
 	if (e && flight_reap_dead_locked(c, e))
 		e = NULL;
 	if (e && entry_flight(e)->linked) {
+		if (leading_it(e)) {
+			err = -EDEADLK;	/* fn asked for its own key */
+			goto out;
+		}
 		e->refs++;
 		c->e = e;
 		goto out;
@@ -221,7 +238,10 @@ static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_ar
 	uint32_t followers = 0;
 	int ret;
 
+	c->outer = leading;
+	leading = c;
 	ret = fn(fn_arg, syncmem_pool_ptr(c->pool, fl->result_off), cap, &n);
+	leading = c->outer;
 	if (!ret && n > cap)
 		ret = -EMSGSIZE;
 	if (ret > 0)

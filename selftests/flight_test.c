@@ -162,14 +162,16 @@ TEST_F_TIMEOUT(flight, twenty_callers_one_run_same_bytes, 300)
 	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
 	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
 
-	/* No caching: the next call runs again. */
+	/* No caching: the next call runs again, here, as the leader. */
 	self->sh->expect_waiters = 0;
 	{
 		struct fn_arg a = { self->r, self->sh };
 		char buf[BLOCK];
 
+		n = snprintf(expected, sizeof(expected), "result of pid %d", getpid());
 		EXPECT_EQ(n, syncmem_flight_do(self->r, self->f, "key", 3, flight_fn, &a, buf,
 					       sizeof(buf)));
+		EXPECT_EQ(0, memcmp(expected, buf, (size_t)n));
 	}
 	EXPECT_EQ(2, atomic_load(&self->sh->runs));
 }
@@ -270,6 +272,27 @@ static int nested_fn(void *arg, void *out, size_t cap, size_t *len)
 		return ret;
 	*len = (size_t)ret;
 	return 0;
+}
+
+/* A function that asks for its own flight's key. */
+static int recursive_fn(void *arg, void *out, size_t cap, size_t *len)
+{
+	struct nest *n = arg;
+	int ret = syncmem_flight_do(n->r, n->f, "self", 4, recursive_fn, n, out, cap);
+
+	*len = 0;
+	return ret < 0 ? ret : -EIO;
+}
+
+TEST_F(flight, a_function_asking_for_its_own_key_is_edeadlk)
+{
+	struct nest n = { self->r, self->f, 0 };
+	char buf[BLOCK];
+
+	EXPECT_EQ(-EDEADLK, syncmem_flight_do(self->r, self->f, "self", 4, recursive_fn, &n, buf,
+					      sizeof(buf)));
+	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
 }
 
 TEST_F(flight, limits_and_errors)
