@@ -298,9 +298,12 @@ static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
 	}
 }
 
-/* A naturally aligned word of @size bytes wholly inside the region. */
-static int syncmem_check_word(struct syncmem_region *r, u64 offset, u32 size,
-			      u64 value)
+/*
+ * A naturally aligned word of @size bytes wholly inside the region, and a
+ * @value that fits it: 0 or -EINVAL.
+ */
+int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
+		       u64 value)
 {
 	if (size != 4 && size != 8)
 		return -EINVAL;
@@ -552,13 +555,6 @@ long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 	return syncmem_notify(r, offset, U32_MAX);
 }
 
-/* Validate a word of @r: naturally aligned, inside, @value fits @size. */
-int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
-		       u64 value)
-{
-	return syncmem_check_word(r, offset, size, value);
-}
-
 struct syncmem_handoff_ctx {
 	const struct syncmem_handoff *arg;
 	struct list_head done;
@@ -603,7 +599,7 @@ int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg)
 {
 	if (arg->flags)
 		return -EINVAL;
-	return syncmem_check_word(r, arg->offset, arg->size, arg->expected);
+	return syncmem_word_check(r, arg->offset, arg->size, arg->expected);
 }
 
 long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg)
@@ -628,7 +624,7 @@ long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg)
 		return -EFAULT;
 	if (arg.flags)
 		return -EINVAL;
-	err = syncmem_check_word(r, arg.offset, 4, 0);
+	err = syncmem_word_check(r, arg.offset, 4, 0);
 	if (err)
 		return err;
 	return syncmem_notify(r, arg.offset, arg.count);
@@ -643,7 +639,7 @@ long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)
 		return -EFAULT;
 	if (arg.flags & ~SYNCMEM_HANDOFF_FLAGS)
 		return -EINVAL;
-	err = syncmem_check_word(r, arg.offset, arg.size, arg.value);
+	err = syncmem_word_check(r, arg.offset, arg.size, arg.value);
 	if (err)
 		return err;
 	return syncmem_handoff(r, &arg);
