@@ -17,18 +17,6 @@
 /* Posted result: the object was taken before the async call returned. */
 #define ACQ_TAKEN	0x100
 
-bool syncmem__object_valid(struct syncmem_region *r, const void *obj, size_t size,
-			   const void *word, uint32_t width)
-{
-	__u64 off, word_off;
-
-	if (!r || !obj)
-		return false;
-	if (syncmem__word_offset(r, obj, 1, &off) || r->size - off < size)
-		return false;
-	return !syncmem__word_offset(r, word, width, &word_off);
-}
-
 int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t timeout_ns)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);

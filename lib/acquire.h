@@ -40,8 +40,4 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			   const struct syncmem__acq *a, syncmem_wait_cb cb, void *arg);
 
-/* Is the whole object inside the region's mapping, its word aligned? */
-bool syncmem__object_valid(struct syncmem_region *r, const void *obj, size_t size,
-			   const void *word, uint32_t width);
-
 #endif /* SYNCMEM_ACQUIRE_H */

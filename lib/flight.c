@@ -78,13 +78,6 @@ size_t syncmem_flight_footprint(uint32_t nentries)
 	return syncmem__keytab_footprint(nentries);
 }
 
-static int region_offset(struct syncmem_region *r, const void *p, size_t size, __u64 *off)
-{
-	if (!r || !p || syncmem__word_offset(r, p, 1, off) || r->size - *off < size)
-		return -EINVAL;
-	return 0;
-}
-
 int syncmem_flight_init(struct syncmem_region *r, void *mem, size_t len, uint32_t nentries,
 			struct syncmem_pool *pool, struct syncmem_flight **out)
 {
@@ -93,8 +86,8 @@ int syncmem_flight_init(struct syncmem_region *r, void *mem, size_t len, uint32_
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (region_offset(r, pool, sizeof(*pool), &pool_off) ||
-	    region_offset(r, mem, len, &mem_off))
+	if (syncmem__object_offset(r, pool, sizeof(*pool), 1, &pool_off) ||
+	    syncmem__object_offset(r, mem, len, 1, &mem_off))
 		return -EINVAL;
 	return syncmem__keytab_init(mem, len, nentries, SYNCMEM_FLIGHT_MAGIC, pool_off,
 				    (struct syncmem_keytab **)out);
@@ -108,7 +101,7 @@ int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (region_offset(r, mem, len, &mem_off))
+	if (syncmem__object_offset(r, mem, len, 1, &mem_off))
 		return -EINVAL;
 	return syncmem__keytab_attach(mem, len, SYNCMEM_FLIGHT_MAGIC,
 				      (struct syncmem_keytab **)out);
@@ -127,7 +120,7 @@ static int flight_call_init(struct flight_call *c, struct syncmem_region *r,
 	int err;
 
 	*c = (struct flight_call){ .r = r, .f = f };
-	if (region_offset(r, f, sizeof(*f), &off) || r->size - off < f->t.footprint ||
+	if (syncmem__object_offset(r, f, sizeof(*f), 1, &off) || r->size - off < f->t.footprint ||
 	    f->t.magic != SYNCMEM_FLIGHT_MAGIC || f->t.aux >= r->size)
 		return -EINVAL;
 	err = syncmem__key_check(key, len);

@@ -28,10 +28,20 @@ int syncmem__device_open(void);
 /* ioctl() that returns its result or -errno, restarting on EINTR. */
 int syncmem__ioctl(int fd, unsigned long req, void *arg);
 
-/* Byte offset of a naturally aligned @width-byte word at @addr inside the
- * region's mapping, or -EINVAL. */
+/*
+ * Byte offset of the @size bytes at @obj, @align-aligned, wholly inside the
+ * region's mapping, or -EINVAL (also for a NULL region or object).
+ */
+int syncmem__object_offset(const struct syncmem_region *r, const void *obj, size_t size,
+			   size_t align, __u64 *off);
+
+/* The same for a naturally aligned @width-byte word. */
 int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
 			 size_t width, __u64 *off);
+
+/* A shared object wholly inside the region, with its @width-byte word aligned. */
+bool syncmem__object_valid(const struct syncmem_region *r, const void *obj, size_t size,
+			   const void *word, uint32_t width);
 
 /* Absolute CLOCK_MONOTONIC deadline for a relative timeout (negative: none). */
 uint64_t syncmem__deadline(int64_t timeout_ns);

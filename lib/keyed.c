@@ -49,7 +49,8 @@ static int keyed_check(struct syncmem_region *r, struct syncmem_keyed *k, const 
 {
 	__u64 off;
 
-	if (!r || !k || syncmem__word_offset(r, k, 4, &off) ||
+	/* The header inside the region before its fields are read. */
+	if (syncmem__object_offset(r, k, sizeof(*k), 4, &off) ||
 	    r->size - off < k->t.footprint || k->t.magic != SYNCMEM_KEYED_MAGIC)
 		return -EINVAL;
 	return syncmem__key_check(key, len);

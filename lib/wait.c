@@ -9,19 +9,34 @@
 
 #include "internal.h"
 
-int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
-			 size_t width, __u64 *off)
+int syncmem__object_offset(const struct syncmem_region *r, const void *obj, size_t size,
+			   size_t align, __u64 *off)
 {
-	uintptr_t a = (uintptr_t)addr, base;
+	uintptr_t a = (uintptr_t)obj, base;
 
-	if (!r || !addr)
+	if (!r || !obj)
 		return -EINVAL;
 	base = (uintptr_t)r->base;
-	if (a < base || a - base > r->size || r->size - (a - base) < width ||
-	    (a & (width - 1)))
+	if (a < base || a - base > r->size || r->size - (a - base) < size ||
+	    (a & (align - 1)))
 		return -EINVAL;
 	*off = a - base;
 	return 0;
+}
+
+int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
+			 size_t width, __u64 *off)
+{
+	return syncmem__object_offset(r, addr, width, width, off);
+}
+
+bool syncmem__object_valid(const struct syncmem_region *r, const void *obj, size_t size,
+			   const void *word, uint32_t width)
+{
+	__u64 off, word_off;
+
+	return !syncmem__object_offset(r, obj, size, 1, &off) &&
+	       !syncmem__word_offset(r, word, width, &word_off);
 }
 
 uint64_t syncmem__deadline(int64_t timeout_ns)
