@@ -203,13 +203,14 @@ static __attribute__((noinline)) int lock_contended(struct syncmem_region *r,
 	return lock_slow(r, l, tid, timeout_ns);
 }
 
-static int lock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid,
-		    int64_t timeout_ns)
+/* One CAS 0 -> tid (acquire); a failure leaves by a tail call. */
+static inline int lock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid,
+			   int64_t timeout_ns)
 {
 	uint32_t seen = LOCK_FREE;
 
-	if (__atomic_compare_exchange_n(&l->word, &seen, tid, false, __ATOMIC_ACQUIRE,
-					__ATOMIC_RELAXED))
+	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &seen, tid, false,
+							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
 		return 0;
 	return lock_contended(r, l, tid, seen, timeout_ns);
 }
@@ -228,22 +229,19 @@ static __attribute__((noinline)) int lock_first(struct syncmem_region *r,
 }
 
 /*
- * The fast path: one CAS 0 -> tid (acquire). Every other case leaves by a
- * tail call, so the fast path needs no stack frame.
+ * The fast path: one CAS 0 -> tid. Every other case leaves by a tail call,
+ * so the fast path needs no stack frame.
  */
 static inline int lock_fast(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
 {
-	uint32_t tid, seen = LOCK_FREE;
+	uint32_t tid;
 
 	if (!r || !lock_valid(r, l))
 		return lock_invalid();
 	tid = syncmem__cached_tid;
 	if (__builtin_expect(!tid, 0))
 		return lock_first(r, l, timeout_ns);
-	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &seen, tid, false,
-							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
-		return 0;
-	return lock_contended(r, l, tid, seen, timeout_ns);
+	return lock_cas(r, l, tid, timeout_ns);
 }
 
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
@@ -264,8 +262,9 @@ int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l)
 }
 
 /* The CAS tid -> 0 failed on @seen: not ours, or somebody may wait. */
-static int unlock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid,
-		       uint32_t seen)
+static __attribute__((noinline)) int unlock_slow(struct syncmem_region *r,
+						 struct syncmem_lock *l, uint32_t tid,
+						 uint32_t seen)
 {
 	int ret;
 
@@ -289,16 +288,25 @@ static int unlock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint32_
 	return ret < 0 ? ret : 0;
 }
 
-/* Not the holder, somebody may wait, or the thread's first call. */
-static __attribute__((noinline)) int unlock_slow_path(struct syncmem_region *r,
-						      struct syncmem_lock *l)
+/*
+ * One CAS tid -> 0 (release: our section happens before the next holder's);
+ * a failure (not the holder, or somebody may wait) leaves by a tail call.
+ */
+static inline int unlock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid)
 {
-	uint32_t tid = syncmem__tid(), seen = tid;
+	uint32_t seen = tid;
 
-	if (__atomic_compare_exchange_n(&l->word, &seen, LOCK_FREE, false, __ATOMIC_RELEASE,
-					__ATOMIC_RELAXED))
+	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &seen, LOCK_FREE, false,
+							 __ATOMIC_RELEASE, __ATOMIC_RELAXED), 1))
 		return 0;
 	return unlock_slow(r, l, tid, seen);
+}
+
+/* A thread's first call: look its id up first. */
+static __attribute__((noinline)) int unlock_first(struct syncmem_region *r,
+						  struct syncmem_lock *l)
+{
+	return unlock_cas(r, l, syncmem__tid_slow());
 }
 
 int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l)
@@ -308,15 +316,9 @@ int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l)
 	if (!r || !lock_valid(r, l))
 		return -EINVAL;
 	tid = syncmem__cached_tid;
-	/*
-	 * Release: our section happens before the next holder's. (A zero tid,
-	 * not looked up yet, fails the CAS unless the lock is free, and the
-	 * slow path sorts it out.)
-	 */
-	if (__builtin_expect(tid && __atomic_compare_exchange_n(&l->word, &tid, LOCK_FREE, false,
-								 __ATOMIC_RELEASE, __ATOMIC_RELAXED), 1))
-		return 0;
-	return unlock_slow_path(r, l);
+	if (__builtin_expect(!tid, 0))
+		return unlock_first(r, l);
+	return unlock_cas(r, l, tid);
 }
 
 /* An asynchronous acquisition in progress. */
