@@ -158,9 +158,8 @@ static double handover(struct shared *sh, enum kind k)
 		atomic_store(&sh->t_unlock, now_ns());
 		release(sh, k == SYNCMEM_ASYNC ? SYNCMEM : k);
 		/* Wait until the child had its turn before taking it again. */
-		while (atomic_load(&sh->phase) == 2 * i + 2 && i + 1 < HANDOVERS &&
-		       sh->latency[i] == 0)
-			;
+		for (double got = 0; i + 1 < HANDOVERS && !got;)
+			__atomic_load(&sh->latency[i], &got, __ATOMIC_ACQUIRE);
 	}
 	waitpid(pid, NULL, 0);
 	return bench_median(sh->latency, HANDOVERS);
