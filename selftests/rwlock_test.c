@@ -264,6 +264,13 @@ static void *unlock_from_thread(void *arg)
 	return (void *)(intptr_t)syncmem_rwlock_unlock(((void **)arg)[0], &sh->rw);
 }
 
+static void *tryrdlock_from_thread(void *arg)
+{
+	struct rwshared *sh = ((void **)arg)[1];
+
+	return (void *)(intptr_t)syncmem_rwlock_tryrdlock(((void **)arg)[0], &sh->rw);
+}
+
 static void note_result(void *arg, int result)
 {
 	*(int *)arg = result;
@@ -295,6 +302,9 @@ TEST_F(rw, timeouts_and_errors)
 	ASSERT_EQ(0, pthread_create(&t, NULL, unlock_from_thread, args));
 	pthread_join(t, &ret);
 	EXPECT_EQ(-EPERM, (int)(intptr_t)ret);
+	ASSERT_EQ(0, pthread_create(&t, NULL, tryrdlock_from_thread, args));
+	pthread_join(t, &ret);
+	EXPECT_EQ(-EBUSY, (int)(intptr_t)ret);
 	/* An async reader queues behind the writer; freeing the loop cancels it. */
 	ASSERT_EQ(0, syncmem_loop_new(&loop));
 	ASSERT_EQ(0, syncmem_rwlock_rdlock_async(loop, self->r, &self->sh->rw, note_result,
