@@ -19,7 +19,7 @@
 #include <linux/types.h>
 
 /* Incremented on any incompatible change of this interface. */
-#define SYNCMEM_ABI_VERSION		1
+#define SYNCMEM_ABI_VERSION		2
 
 /* Longest region name in bytes (no terminating NUL is passed). */
 #define SYNCMEM_NAME_MAX		255
@@ -30,6 +30,8 @@
 #define SYNCMEM_FEAT_ASYNC		(1ULL << 2)  /* WAIT_ASYNC, CANCEL, completions */
 #define SYNCMEM_FEAT_HANDOFF_ADD	(1ULL << 3)  /* SYNCMEM_HANDOFF_ADD */
 #define SYNCMEM_FEAT_ON_CLOSE		(1ULL << 4)  /* ARM_ON_CLOSE, DISARM */
+#define SYNCMEM_FEAT_LIMITS		(1ULL << 5)  /* per-user and per-namespace limits */
+#define SYNCMEM_FEAT_REGION_LIST	(1ULL << 6)  /* REGION_LIST */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -39,7 +41,12 @@
  * @max_region_size:	Current cap on one region's size in bytes.
  * @max_regions:	Current cap on the number of regions in the system.
  * @pad:		Zero.
- * @max_total_bytes:	Current cap on the bytes of all regions together.
+ * @max_total_bytes:	Current cap on the bytes of all regions together
+ *			(the effective value: half of RAM when the module
+ *			parameter is 0).
+ *
+ * The per-user and per-namespace limits are module parameters too
+ * (/sys/module/syncmem/parameters/, Documentation/syncmem/security.rst).
  */
 struct syncmem_version {
 	__u32 abi_version;
@@ -65,8 +72,8 @@ struct syncmem_version {
  *		for a new anonymous region.
  * @name_len:	In: length of the name, 1..SYNCMEM_NAME_MAX; 0 when @name is 0.
  *		The name must not contain a NUL byte.
- * @flags:	In: SYNCMEM_REGION_* bits. EXCL needs CREATE. Anonymous regions
- *		ignore CREATE and EXCL and refuse RDONLY.
+ * @flags:	In: SYNCMEM_REGION_* bits. EXCL needs CREATE. An anonymous
+ *		region takes none of them (-EINVAL).
  * @size:	In: size in bytes; needed to create, 0 or the exact size to open
  *		an existing region. Out: the region's size.
  * @mode:	In: permission bits (0777) for a region this call creates; the
@@ -74,8 +81,21 @@ struct syncmem_version {
  * @pad:	Must be zero.
  *
  * Named regions live in the caller's IPC namespace with the caller's fsuid and
- * fsgid as owner. Opening checks the mode bits like POSIX shared memory: read
- * permission, plus write permission unless RDONLY; CAP_IPC_OWNER overrides.
+ * fsgid as owner. Opening checks the mode bits like POSIX shared memory
+ * (inode_permission() on the region's inode, so CAP_DAC_OVERRIDE and the
+ * LSMs apply): read permission, plus write permission unless RDONLY.
+ *
+ * CREATE without EXCL never opens a region another user owns (-EACCES, as
+ * fs.protected_regular does for O_CREAT in /dev/shm) unless the module
+ * parameter protected_names is 0: a name squatter cannot hand its memory to
+ * a victim that meant to create it. Open such a region without CREATE.
+ *
+ * Every region is charged to its creator: the real uid (and the owner of
+ * each user namespace above it), the IPC namespace and the system. Errors
+ * of a creation beyond a limit: -EDQUOT (the user's max_user_regions or
+ * max_user_bytes), -ENOSPC (max_ns_regions or max_regions), -ENOMEM
+ * (max_ns_bytes or max_total_bytes, or no memory); CAP_SYS_RESOURCE skips
+ * the user and namespace limits and may use the system's reserve.
  */
 struct syncmem_region_open {
 	__u64 name;
@@ -93,7 +113,8 @@ struct syncmem_region_open {
  * @flags:	In: must be zero.
  *
  * The region stays alive while fds or mappings of it exist; the name is free
- * for a new region at once. Only the owner (or CAP_IPC_OWNER) may unlink.
+ * for a new region at once. Only the owner (or CAP_FOWNER in the namespace's
+ * user namespace) may unlink: -EPERM otherwise.
  */
 struct syncmem_region_unlink {
 	__u64 name;
@@ -102,13 +123,21 @@ struct syncmem_region_unlink {
 };
 
 /**
- * struct syncmem_stats - module-wide counters (all output)
- * @regions:		Regions alive (named or anonymous, linked or not).
+ * struct syncmem_stats - counters of the caller's IPC namespace and user
+ * @regions:		Regions created in the caller's IPC namespace that are
+ *			alive (named or anonymous, linked or not).
  * @region_bytes:	Bytes of memory those regions hold (page granular).
- * @named_regions:	Regions that currently have a name.
- * @handles:		Open handles on /dev/syncmem.
- * @waiters:		Waiters queued on region words (sync and async).
- * @async_waits:	Async waits alive: queued, or completed and not yet read.
+ * @named_regions:	Names in the caller's IPC namespace.
+ * @handles:		Open handles on /dev/syncmem opened in it.
+ * @waiters:		Waiters queued on words of its regions (sync and async).
+ * @async_waits:	Async waits of its handles: queued, or completed and
+ *			not yet read (posted records included).
+ * @user_regions:	Regions charged to the caller's real uid.
+ * @user_bytes:		Bytes charged to it.
+ * @user_async_waits:	Async waits charged to it.
+ * @user_on_close:	Armed on-close actions charged to it.
+ *
+ * Nothing of other IPC namespaces or other users is visible. All output.
  */
 struct syncmem_stats {
 	__u64 regions;
@@ -117,6 +146,10 @@ struct syncmem_stats {
 	__u64 handles;
 	__u64 waiters;
 	__u64 async_waits;
+	__u64 user_regions;
+	__u64 user_bytes;
+	__u64 user_async_waits;
+	__u64 user_on_close;
 };
 
 /* Bits of struct syncmem_region_info.flags. */
@@ -127,14 +160,76 @@ struct syncmem_stats {
  * struct syncmem_region_info - describe a region fd (all output)
  * @size:	The region's size in bytes.
  * @flags:	SYNCMEM_INFO_* bits.
- * @pad:	Zero.
+ * @mode:	Permission bits (0600 for an anonymous region).
  * @waiters:	Waiters queued on words of this region right now.
+ * @uid:	Owner (the creator's fsuid), in the caller's user namespace
+ *		(the overflow uid when it has no mapping there).
+ * @gid:	Group (the creator's fsgid), likewise.
+ * @files:	Open region files (an fd and its dups or fork copies are one
+ *		file; each REGION_OPEN makes one).
+ * @mappings:	Mappings (VMAs) of the region in all processes.
  */
 struct syncmem_region_info {
 	__u64 size;
 	__u32 flags;
-	__u32 pad;
+	__u32 mode;
 	__u64 waiters;
+	__u32 uid;
+	__u32 gid;
+	__u64 files;
+	__u64 mappings;
+};
+
+/**
+ * struct syncmem_region_entry - one name of REGION_LIST (all output)
+ * @size:	The region's size in bytes.
+ * @uid:	Owner, in the caller's user namespace.
+ * @gid:	Group, likewise.
+ * @mode:	Permission bits.
+ * @name_len:	Bytes of @name used.
+ * @files:	As in struct syncmem_region_info.
+ * @mappings:	Likewise.
+ * @waiters:	Likewise.
+ * @id:		The name's position for the cursor (increases with creation).
+ * @name:	The name, NUL-padded.
+ * @pad:	Zero.
+ */
+struct syncmem_region_entry {
+	__u64 size;
+	__u32 uid;
+	__u32 gid;
+	__u32 mode;
+	__u32 name_len;
+	__u64 files;
+	__u64 mappings;
+	__u64 waiters;
+	__u64 id;
+	char name[SYNCMEM_NAME_MAX + 1];
+};
+
+/* Most entries one REGION_LIST call returns. */
+#define SYNCMEM_REGION_LIST_MAX		4096
+
+/**
+ * struct syncmem_region_list - list the names of the caller's IPC namespace
+ * @entries:	In: user address of an array of struct syncmem_region_entry.
+ * @count:	In: its length (at most SYNCMEM_REGION_LIST_MAX).
+ *		Out: entries written.
+ * @flags:	In: must be zero.
+ * @cursor:	In: 0 to start, else the @id of the last entry a previous call
+ *		returned. Out: the @id of the last entry written (unchanged
+ *		when none was).
+ *
+ * Names are listed in creation order; names created or unlinked between two
+ * calls appear or not, but none is listed twice. What is listed is what
+ * ls -l shows of /dev/shm, so any caller in the namespace may list.
+ * Returns 0; -EFAULT, -EINVAL.
+ */
+struct syncmem_region_list {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u64 cursor;
 };
 
 /* struct syncmem_wait.deadline_ns: wait without a deadline. */
@@ -161,7 +256,14 @@ struct syncmem_region_info {
  *
  * Compares and enqueues atomically with respect to NOTIFY and HANDOFF on the
  * same offset. Waiters queue per (region, offset) in arrival order; 4- and
- * 8-byte waiters on one offset share a queue. A signal whose handler runs
+ * 8-byte waiters on one offset share a queue.
+ *
+ * A waiter whose region fd is read-only is an observer: it is never handed
+ * anything (a read-only open confers no ownership), it does not use up a
+ * NOTIFY's @count, and every NOTIFY of its word wakes it, as does a HANDOFF
+ * that stores into the word because no writable waiter is queued.
+ *
+ * A signal whose handler runs
  * makes the wait leave the queue, run the handler and start again with the
  * same arguments (so the same deadline); it never returns early because of
  * the signal.
@@ -181,7 +283,9 @@ struct syncmem_wait {
  *		U32_MAX wakes all.
  * @flags:	In: must be zero.
  *
- * Returns the number of waiters woken. Needs a writable region fd.
+ * @count applies to waiters of writable region fds; read-only waiters
+ * (observers) queued when the call began are all woken besides. Returns the
+ * number of waiters woken, observers included. Needs a writable region fd.
  */
 struct syncmem_notify {
 	__u64 offset;
@@ -206,11 +310,13 @@ struct syncmem_notify {
  * @size:	In: 4 or 8.
  * @flags:	In: SYNCMEM_HANDOFF_* bits.
  *
- * Under the queue's lock: if a waiter is queued on @offset, wake the oldest
- * (its WAIT returns SYNCMEM_WAIT_HANDED_OFF) and leave the word alone;
- * otherwise store @value, or with SYNCMEM_HANDOFF_ADD atomically add it
- * (modulo 2^(8 * @size)): a semaphore's post hands a unit to the oldest
- * waiter or else counts it. Needs a writable region fd.
+ * Under the queue's lock: if a waiter of a writable region fd is queued on
+ * @offset, wake the oldest such (its WAIT returns SYNCMEM_WAIT_HANDED_OFF)
+ * and leave the word alone; otherwise store @value, or with
+ * SYNCMEM_HANDOFF_ADD atomically add it (modulo 2^(8 * @size)), and wake the
+ * read-only waiters of the word (the word changed): a semaphore's post hands
+ * a unit to the oldest waiter or else counts it. Never fails for lack of
+ * memory. Needs a writable region fd.
  */
 struct syncmem_handoff {
 	__u64 offset;
@@ -249,6 +355,11 @@ struct syncmem_eventfd {
  * queued, no completion), or SYNCMEM_WAIT_QUEUED: the waiter is in the word's
  * FIFO queue, with the synchronous waiters, before the ioctl returns, and
  * exactly one struct syncmem_completion for it will be queued on the handle.
+ * A read-only @region_fd makes it an observer (see struct syncmem_wait).
+ *
+ * Errors: -EEXIST (it would be queued while a pending wait of the handle has
+ * @user_data), -EAGAIN (the handle's max_async_waits), -EDQUOT (the handle
+ * opener's max_user_async_waits), -ENOMEM, -EBADF, -EINVAL.
  */
 struct syncmem_wait_async {
 	__s32 region_fd;
@@ -297,7 +408,8 @@ struct syncmem_cancel {
 
 /**
  * struct syncmem_post - queue a completion record directly (handle ioctl)
- * @user_data:	In: the record's user_data (must not be a pending wait's).
+ * @user_data:	In: the record's user_data; -EEXIST when it is a pending
+ *		wait's.
  * @result:	In: the record's result.
  * @flags:	In: must be zero.
  *
@@ -340,7 +452,8 @@ struct syncmem_post {
  * it published the result. With @size 4 only the low 32 bits of @value and
  * @expected may be set. The action holds a reference on the region.
  * Errors: -EBADF (not a writable region fd), -EEXIST (@user_data already
- * armed), -ENOSPC (SYNCMEM_ON_CLOSE_MAX armed), -EINVAL.
+ * armed), -ENOSPC (SYNCMEM_ON_CLOSE_MAX armed), -EDQUOT (the handle
+ * opener's max_user_on_close), -ENOMEM, -EINVAL.
  */
 struct syncmem_on_close {
 	__s32 region_fd;
@@ -380,6 +493,7 @@ struct syncmem_disarm {
 #define SYNCMEM_IOC_POST		_IOW(SYNCMEM_IOC_MAGIC, 0x07, struct syncmem_post)
 #define SYNCMEM_IOC_ARM_ON_CLOSE	_IOW(SYNCMEM_IOC_MAGIC, 0x08, struct syncmem_on_close)
 #define SYNCMEM_IOC_DISARM		_IOW(SYNCMEM_IOC_MAGIC, 0x09, struct syncmem_disarm)
+#define SYNCMEM_IOC_REGION_LIST		_IOWR(SYNCMEM_IOC_MAGIC, 0x0a, struct syncmem_region_list)
 
 /* On a region fd. */
 #define SYNCMEM_IOC_REGION_INFO		_IOR(SYNCMEM_IOC_MAGIC, 0x10, struct syncmem_region_info)
