@@ -17,7 +17,7 @@ ROOT := $(CURDIR)
 BUILD := $(ROOT)/build
 LINUX_FILES := $(BUILD)/linux-files
 
-STOCK_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*-amd64)))
+STOCK_HEADERS := $(lastword $(sort $(filter-out %-rt-amd64,$(wildcard /usr/src/linux-headers-6.1*-amd64))))
 STOCK_VERSION := $(patsubst linux-headers-%,%,$(notdir $(STOCK_HEADERS)))
 RUNNING_BUILD := /lib/modules/$(shell uname -r)/build
 ifeq ($(shell uname -r),$(STOCK_VERSION))
