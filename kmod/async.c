@@ -9,28 +9,37 @@
  * was reserved when the wait was queued and the list can never overflow.
  * The handle's eventfd is signalled for each record, outside any spinlock;
  * read() on the handle drains the records. Outstanding waits (queued, or
- * completed and unread) are capped per handle by max_async_waits.
+ * completed and unread) are capped per handle (max_async_waits) and charged
+ * to the user who opened it (max_user_async_waits).
+ *
+ * A waiter enters the handle's pending set (an rbtree by user_data, whose
+ * nodes live in the waiters: nothing to allocate, all charged) in the same
+ * step that queues it, under the word's bucket lock: CANCEL can only ever
+ * find a waiter that is queued or already claimed, never one on its way in.
  *
  * References on a waiter: the owner's (from WAIT_ASYNC until its record is
  * read, or until it is dropped without a record), the timer's (while armed or
- * on the expired list), and short-lived ones taken by CANCEL and release. The
- * waiter holds references on its handle, its region and, once queued, its
- * queue, so each of those outlives it. The last reference is always dropped
- * in process context.
+ * while its expiry work is queued), and short-lived ones taken by CANCEL and
+ * release. The waiter holds references on its handle and its region, so
+ * each of those outlives it. The last reference is always dropped in process
+ * context.
  *
- * Deadlines: an hrtimer armed under the queue lock once the waiter is queued.
- * Its callback (hard irq) takes no queue lock: it moves the waiter onto a
- * global expired list and kicks a work item, which claims the waiter under
- * the queue lock and completes it with SYNCMEM_WAIT_TIMED_OUT.
+ * Deadlines: an hrtimer armed under the bucket lock once the waiter is
+ * queued. Its callback takes no lock: it queues the waiter's own work item,
+ * which claims the waiter under the bucket lock and completes it with
+ * SYNCMEM_WAIT_TIMED_OUT, so expiries run in parallel, never behind one
+ * another.
  */
 #include <linux/eventfd.h>
 #include <linux/file.h>
 #include <linux/hrtimer.h>
 #include <linux/poll.h>
-#include <linux/rhashtable.h>
+#include <linux/rbtree.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <linux/wait_bit.h>
 #include <linux/workqueue.h>
 
 #include "syncmem_compat.h"
@@ -38,7 +47,7 @@
 
 struct syncmem_async {
 	struct syncmem_waiter w;
-	struct rhash_head hnode;	/* in h->pending, by user_data */
+	struct rb_node pending;		/* in h->pending while queued */
 	struct list_head node;		/* in h->pending_list, then h->cq */
 	u64 user_data;
 	struct syncmem_handle *h;
@@ -53,33 +62,18 @@ struct syncmem_async_timed {
 	struct syncmem_async a;
 	ktime_t deadline;
 	struct hrtimer timer;
-	struct list_head expire_node;	/* in syncmem_expired */
-};
-
-static const struct rhashtable_params syncmem_pending_params = {
-	.key_len		= sizeof(u64),
-	.key_offset		= offsetof(struct syncmem_async, user_data),
-	.head_offset		= offsetof(struct syncmem_async, hnode),
-	.automatic_shrinking	= true,
+	struct work_struct expire;
 };
 
 static struct kmem_cache *syncmem_async_cache;
 static struct kmem_cache *syncmem_async_timed_cache;
+static struct workqueue_struct *syncmem_async_wq;
+/* Async waits alive; module exit waits for zero (timers and work in flight). */
 static atomic64_t syncmem_nr_async = ATOMIC64_INIT(0);
-
-static DEFINE_SPINLOCK(syncmem_expired_lock);
-static LIST_HEAD(syncmem_expired);		/* under syncmem_expired_lock */
-static void syncmem_expire_work_fn(struct work_struct *work);
-static DECLARE_WORK(syncmem_expire_work, syncmem_expire_work_fn);
 
 static struct syncmem_async_timed *to_timed(struct syncmem_async *a)
 {
 	return container_of(a, struct syncmem_async_timed, a);
-}
-
-u64 syncmem_async_total(void)
-{
-	return atomic64_read(&syncmem_nr_async);
 }
 
 static void syncmem_handle_release_kref(struct kref *ref)
@@ -88,7 +82,9 @@ static void syncmem_handle_release_kref(struct kref *ref)
 
 	if (h->eventfd)
 		eventfd_ctx_put(h->eventfd);
-	rhashtable_destroy(&h->pending);
+	atomic_long_dec(&h->ns->usage.handles);
+	syncmem_ns_put(h->ns);
+	syncmem_user_put(h->user);
 	kfree(h);
 }
 
@@ -101,18 +97,20 @@ static void syncmem_async_free(struct syncmem_async *a)
 {
 	struct syncmem_handle *h = a->h;
 
-	syncmem_waiter_release(&a->w);
 	if (a->region)
 		syncmem_region_put(a->region);
 	spin_lock(&h->lock);
 	h->nr_outstanding--;
 	spin_unlock(&h->lock);
+	syncmem_uncharge_user(h->user, SYNCMEM_USAGE(async_waits));
+	atomic_long_dec(&h->ns->usage.async_waits);
 	if (a->timed)
 		kmem_cache_free(syncmem_async_timed_cache, to_timed(a));
 	else
 		kmem_cache_free(syncmem_async_cache, a);
-	atomic64_dec(&syncmem_nr_async);
 	syncmem_handle_put(h);
+	if (atomic64_dec_and_test(&syncmem_nr_async))
+		wake_up_var(&syncmem_nr_async);
 }
 
 static void syncmem_async_put(struct syncmem_async *a)
@@ -127,6 +125,60 @@ static void syncmem_handle_signal(struct syncmem_handle *h)
 	if (h->eventfd)
 		syncmem_eventfd_signal(h->eventfd);
 	mutex_unlock(&h->eventfd_mutex);
+}
+
+/* Under h->lock: the pending wait of @user_data, or NULL. */
+static struct syncmem_async *syncmem_pending_find(struct syncmem_handle *h,
+						  u64 user_data)
+{
+	struct rb_node *n = h->pending.rb_node;
+
+	lockdep_assert_held(&h->lock);
+	while (n) {
+		struct syncmem_async *a = rb_entry(n, struct syncmem_async, pending);
+
+		if (user_data < a->user_data)
+			n = n->rb_left;
+		else if (user_data > a->user_data)
+			n = n->rb_right;
+		else
+			return a;
+	}
+	return NULL;
+}
+
+/* Under h->lock: add @a to the pending set; -EEXIST for a taken user_data. */
+static int syncmem_pending_insert(struct syncmem_handle *h, struct syncmem_async *a)
+{
+	struct rb_node **link = &h->pending.rb_node, *parent = NULL;
+
+	lockdep_assert_held(&h->lock);
+	while (*link) {
+		struct syncmem_async *b = rb_entry(*link, struct syncmem_async, pending);
+
+		parent = *link;
+		if (a->user_data < b->user_data)
+			link = &parent->rb_left;
+		else if (a->user_data > b->user_data)
+			link = &parent->rb_right;
+		else
+			return -EEXIST;
+	}
+	rb_link_node(&a->pending, parent, link);
+	rb_insert_color(&a->pending, &h->pending);
+	list_add_tail(&a->node, &h->pending_list);
+	return 0;
+}
+
+/* Under h->lock: take @a out of the pending set, if it is there. */
+static void syncmem_pending_remove(struct syncmem_handle *h, struct syncmem_async *a)
+{
+	lockdep_assert_held(&h->lock);
+	if (RB_EMPTY_NODE(&a->pending))
+		return;
+	rb_erase(&a->pending, &h->pending);
+	RB_CLEAR_NODE(&a->pending);
+	list_del_init(&a->node);
 }
 
 /*
@@ -149,8 +201,7 @@ static void syncmem_async_complete(struct syncmem_async *a, int result)
 		refcount_dec(&a->ref);	/* never the last: the owner's is held */
 
 	spin_lock(&h->lock);
-	rhashtable_remove_fast(&h->pending, &a->hnode, syncmem_pending_params);
-	list_del_init(&a->node);
+	syncmem_pending_remove(h, a);
 	closed = h->closed;
 	if (!closed) {
 		a->result = result;
@@ -173,74 +224,69 @@ void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result)
 	syncmem_async_complete(container_of(w, struct syncmem_async, w), result);
 }
 
+static void syncmem_async_expire(struct work_struct *work)
+{
+	struct syncmem_async_timed *t =
+		container_of(work, struct syncmem_async_timed, expire);
+	struct syncmem_async *a = &t->a;
+
+	if (syncmem_waiter_claim(a->region, &a->w, SYNCMEM_W_TIMED_OUT) ==
+	    SYNCMEM_W_TIMED_OUT)
+		syncmem_async_complete(a, SYNCMEM_WAIT_TIMED_OUT);
+	syncmem_async_put(a);	/* the timer's */
+}
+
 static enum hrtimer_restart syncmem_async_timer_fn(struct hrtimer *timer)
 {
 	struct syncmem_async_timed *t =
 		container_of(timer, struct syncmem_async_timed, timer);
-	unsigned long flags;
 
-	/* The timer's reference moves to the expired list. */
-	spin_lock_irqsave(&syncmem_expired_lock, flags);
-	list_add_tail(&t->expire_node, &syncmem_expired);
-	spin_unlock_irqrestore(&syncmem_expired_lock, flags);
-	queue_work(system_wq, &syncmem_expire_work);
+	/* The timer's reference moves to the work item. */
+	queue_work(syncmem_async_wq, &t->expire);
 	return HRTIMER_NORESTART;
 }
 
-static void syncmem_expire_work_fn(struct work_struct *work)
-{
-	struct syncmem_async_timed *t, *tmp;
-	LIST_HEAD(batch);
-
-	spin_lock_irq(&syncmem_expired_lock);
-	list_splice_init(&syncmem_expired, &batch);
-	spin_unlock_irq(&syncmem_expired_lock);
-
-	list_for_each_entry_safe(t, tmp, &batch, expire_node) {
-		struct syncmem_async *a = &t->a;
-
-		list_del(&t->expire_node);
-		if (syncmem_waiter_claim(a->region, &a->w, SYNCMEM_W_TIMED_OUT) ==
-		    SYNCMEM_W_TIMED_OUT)
-			syncmem_async_complete(a, SYNCMEM_WAIT_TIMED_OUT);
-		syncmem_async_put(a);	/* the timer's */
-	}
-}
-
-/* Under the queue lock, right after the waiter was queued: arm its timer. */
-static void syncmem_async_queued(struct syncmem_waiter *w)
+/*
+ * Under the bucket lock, right after the waiter was queued: make it
+ * pending (cancellable) and arm its timer; -EEXIST takes it out again.
+ */
+static int syncmem_async_admit(struct syncmem_waiter *w)
 {
 	struct syncmem_async *a = container_of(w, struct syncmem_async, w);
+	struct syncmem_handle *h = a->h;
 	struct syncmem_async_timed *t;
+	int err;
 
-	if (!a->timed)
-		return;
+	spin_lock(&h->lock);
+	err = syncmem_pending_insert(h, a);
+	spin_unlock(&h->lock);
+	if (err || !a->timed)
+		return err;
 	t = to_timed(a);
 	refcount_inc(&a->ref);	/* the timer's */
 	hrtimer_start_range_ns(&t->timer, t->deadline, current->timer_slack_ns,
 			       HRTIMER_MODE_ABS);
+	return 0;
 }
 
 static struct syncmem_async *syncmem_async_alloc(u64 deadline)
 {
 	struct syncmem_async_timed *t;
-	struct syncmem_async *a;
 
-	if (deadline == SYNCMEM_NO_DEADLINE) {
-		a = kmem_cache_zalloc(syncmem_async_cache, GFP_KERNEL);
-		return a;
-	}
+	if (deadline == SYNCMEM_NO_DEADLINE)
+		return kmem_cache_zalloc(syncmem_async_cache, GFP_KERNEL);
 	t = kmem_cache_zalloc(syncmem_async_timed_cache, GFP_KERNEL);
 	if (!t)
 		return NULL;
 	syncmem_hrtimer_setup(&t->timer, syncmem_async_timer_fn,
 			      CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	INIT_WORK(&t->expire, syncmem_async_expire);
 	t->deadline = ns_to_ktime(min_t(u64, deadline, KTIME_MAX));
 	t->a.timed = true;
 	return &t->a;
 }
 
-/* Reserve a slot against max_async_waits. */
+/* Reserve a slot against max_async_waits, then the user's limit. */
 static int syncmem_handle_reserve(struct syncmem_handle *h)
 {
 	int err = 0;
@@ -251,13 +297,22 @@ static int syncmem_handle_reserve(struct syncmem_handle *h)
 	else
 		h->nr_outstanding++;
 	spin_unlock(&h->lock);
+	if (err)
+		return err;
+	err = syncmem_charge_user(h->user, SYNCMEM_USAGE(async_waits), h->unlimited);
+	if (err) {
+		spin_lock(&h->lock);
+		h->nr_outstanding--;
+		spin_unlock(&h->lock);
+	}
 	return err;
 }
 
 /*
  * A new async wait of @h with the owner's reference, taking a slot, a
- * handle reference and the caller's reference on @r (may be NULL). On
- * failure nothing is taken: ERR_PTR(-EAGAIN) or ERR_PTR(-ENOMEM).
+ * charge, a handle reference and the caller's reference on @r (may be
+ * NULL). On failure nothing is taken: ERR_PTR(-EAGAIN), ERR_PTR(-EDQUOT)
+ * or ERR_PTR(-ENOMEM).
  */
 static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 					       u64 deadline, u64 user_data,
@@ -273,16 +328,19 @@ static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 		spin_lock(&h->lock);
 		h->nr_outstanding--;
 		spin_unlock(&h->lock);
+		syncmem_uncharge_user(h->user, SYNCMEM_USAGE(async_waits));
 		return ERR_PTR(-ENOMEM);
 	}
 	atomic64_inc(&syncmem_nr_async);
+	atomic_long_inc(&h->ns->usage.async_waits);
 	a->w.async = true;
 	refcount_set(&a->ref, 1);
+	RB_CLEAR_NODE(&a->pending);
+	INIT_LIST_HEAD(&a->node);
 	a->user_data = user_data;
 	a->region = r;
 	a->h = h;
 	kref_get(&h->ref);
-	INIT_LIST_HEAD(&a->node);
 	return a;
 }
 
@@ -292,13 +350,14 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 	struct syncmem_region *r;
 	struct syncmem_async *a;
 	struct syncmem_wait w;
+	bool rdonly = false;
 	long ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.flags || arg.pad)
 		return -EINVAL;
-	r = syncmem_region_get_fd(arg.region_fd, false);
+	r = syncmem_region_get_fd(arg.region_fd, false, &rdonly);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
 	w = (struct syncmem_wait){
@@ -308,40 +367,19 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		.size = arg.size,
 	};
 	ret = syncmem_wait_check(r, &w);
-	if (ret)
-		goto out_region;
+	if (ret) {
+		syncmem_region_put(r);
+		return ret;
+	}
 	a = syncmem_async_new(h, arg.deadline_ns, arg.user_data, r);
 	if (IS_ERR(a)) {
-		ret = PTR_ERR(a);
-		goto out_region;
+		syncmem_region_put(r);
+		return PTR_ERR(a);
 	}
-
-	spin_lock(&h->lock);
-	ret = rhashtable_lookup_insert_fast(&h->pending, &a->hnode,
-					    syncmem_pending_params);
-	if (!ret)
-		list_add_tail(&a->node, &h->pending_list);
-	spin_unlock(&h->lock);
-	if (ret) {
-		if (ret != -EEXIST)
-			ret = -ENOMEM;
-		syncmem_async_put(a);	/* gives back region, slot, handle */
-		return ret;
-	}
-
-	ret = syncmem_wait_enqueue(r, &w, &a->w, syncmem_async_queued);
-	if (ret == SYNCMEM_WAIT_QUEUED)
-		return ret;
-	/* Not queued: no completion will come. */
-	spin_lock(&h->lock);
-	rhashtable_remove_fast(&h->pending, &a->hnode, syncmem_pending_params);
-	list_del_init(&a->node);
-	spin_unlock(&h->lock);
-	syncmem_async_put(a);
-	return ret;
-
-out_region:
-	syncmem_region_put(r);
+	a->w.observer = rdonly;
+	ret = syncmem_wait_enqueue(r, &w, &a->w, syncmem_async_admit);
+	if (ret != SYNCMEM_WAIT_QUEUED)
+		syncmem_async_put(a);	/* never pending: no completion comes */
 	return ret;
 }
 
@@ -349,6 +387,7 @@ long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg)
 {
 	struct syncmem_post arg;
 	struct syncmem_async *a;
+	int err = 0;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
@@ -357,8 +396,21 @@ long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg)
 	a = syncmem_async_new(h, SYNCMEM_NO_DEADLINE, arg.user_data, NULL);
 	if (IS_ERR(a))
 		return PTR_ERR(a);
-	/* Never queued on a word: it is complete from the start. */
-	syncmem_async_complete(a, arg.result);
+	/* Checked and completed in one hold of the lock: no wait can slip in. */
+	spin_lock(&h->lock);
+	if (syncmem_pending_find(h, arg.user_data)) {
+		err = -EEXIST;
+	} else {
+		a->result = arg.result;
+		list_add_tail(&a->node, &h->cq);
+	}
+	spin_unlock(&h->lock);
+	if (err) {
+		syncmem_async_put(a);
+		return err;
+	}
+	wake_up_interruptible_poll(&h->wq, EPOLLIN | EPOLLRDNORM);
+	syncmem_handle_signal(h);
 	return 0;
 }
 
@@ -372,22 +424,18 @@ static bool syncmem_async_cancel_one(struct syncmem_async *a)
 	return true;
 }
 
-/* Take a reference on the first pending wait (or the one of @user_data). */
+/* Take a reference on the oldest pending wait (or the one of @user_data). */
 static struct syncmem_async *syncmem_pending_get(struct syncmem_handle *h,
 						 const u64 *user_data)
 {
 	struct syncmem_async *a;
 
 	spin_lock(&h->lock);
-	if (user_data) {
-		rcu_read_lock();
-		a = rhashtable_lookup(&h->pending, user_data,
-				      syncmem_pending_params);
-		rcu_read_unlock();
-	} else {
+	if (user_data)
+		a = syncmem_pending_find(h, *user_data);
+	else
 		a = list_first_entry_or_null(&h->pending_list,
 					     struct syncmem_async, node);
-	}
 	if (a)
 		refcount_inc(&a->ref);
 	spin_unlock(&h->lock);
@@ -412,7 +460,10 @@ long syncmem_ioctl_cancel(struct syncmem_handle *h, void __user *uarg)
 		syncmem_async_put(a);
 		return cancelled ? 0 : -ENOENT;
 	}
-	/* Every claimed waiter leaves the pending list, so this ends. */
+	/*
+	 * Every wait we get is queued or claimed, and a claimed one leaves
+	 * the pending set as soon as its claimer completes it: this ends.
+	 */
 	while ((a = syncmem_pending_get(h, NULL))) {
 		if (syncmem_async_cancel_one(a))
 			cancelled++;
@@ -470,26 +521,58 @@ static unsigned int syncmem_cq_pop(struct syncmem_handle *h,
 	return n;
 }
 
+/* Records are waiting (a hint for sleeping; popping rechecks under the lock). */
+static bool syncmem_cq_ready(struct syncmem_handle *h)
+{
+	return READ_ONCE(h->cq.next) != &h->cq;
+}
+
 #define SYNCMEM_READ_BATCH 32
 
-static bool syncmem_cq_ready(struct syncmem_handle *h);
+/* Copy @n records out; consume those that arrived whole, give back the rest. */
+static size_t syncmem_cq_deliver(struct syncmem_handle *h, struct iov_iter *to,
+				 struct syncmem_completion *recs, unsigned int n,
+				 struct list_head *taken)
+{
+	size_t copied = copy_to_iter(recs, n * sizeof(recs[0]), to);
+	unsigned int whole = copied / sizeof(recs[0]);
+	struct syncmem_async *a, *tmp;
+	LIST_HEAD(back);
 
-ssize_t syncmem_handle_read(struct syncmem_handle *h, char __user *buf,
-			    size_t count, bool nonblock)
+	list_for_each_entry_safe(a, tmp, taken, node) {
+		list_del(&a->node);
+		if (whole) {
+			whole--;
+			syncmem_async_put(a);	/* the owner's: record consumed */
+		} else {
+			list_add_tail(&a->node, &back);
+		}
+	}
+	if (!list_empty(&back)) {
+		/* In order, for a later read. */
+		spin_lock(&h->lock);
+		list_splice(&back, &h->cq);
+		spin_unlock(&h->lock);
+	}
+	return copied / sizeof(recs[0]);
+}
+
+ssize_t syncmem_handle_read(struct syncmem_handle *h, struct iov_iter *to,
+			    bool nonblock)
 {
 	struct syncmem_completion recs[SYNCMEM_READ_BATCH];
-	size_t max = count / sizeof(recs[0]);
-	struct syncmem_async *a, *tmp;
+	size_t max = iov_iter_count(to) / sizeof(recs[0]);
 	ssize_t done = 0;
 	int err;
 
 	if (!max)
 		return -EINVAL;
-	for (;;) {
+	while (max) {
 		LIST_HEAD(taken);
 		unsigned int n = syncmem_cq_pop(h, recs, min_t(size_t, max,
 							       SYNCMEM_READ_BATCH),
 						&taken);
+		size_t got;
 
 		if (!n) {
 			if (done)
@@ -501,29 +584,13 @@ ssize_t syncmem_handle_read(struct syncmem_handle *h, char __user *buf,
 				return err;
 			continue;
 		}
-		if (copy_to_user(buf + done, recs, n * sizeof(recs[0]))) {
-			/* Give the records back, in order, for a later read. */
-			spin_lock(&h->lock);
-			list_splice(&taken, &h->cq);
-			spin_unlock(&h->lock);
+		got = syncmem_cq_deliver(h, to, recs, n, &taken);
+		done += got * sizeof(recs[0]);
+		if (got < n)
 			return done ? done : -EFAULT;
-		}
-		list_for_each_entry_safe(a, tmp, &taken, node) {
-			list_del(&a->node);
-			syncmem_async_put(a);	/* the owner's: record consumed */
-		}
-		done += n * sizeof(recs[0]);
 		max -= n;
-		if (!max)
-			break;
 	}
 	return done;
-}
-
-/* Records are waiting (a hint for sleeping; popping rechecks under the lock). */
-static bool syncmem_cq_ready(struct syncmem_handle *h)
-{
-	return READ_ONCE(h->cq.next) != &h->cq;
 }
 
 __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
@@ -539,6 +606,7 @@ __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 	return mask;
 }
 
+/* A handle of the caller, charged to its user and IPC namespace. */
 struct syncmem_handle *syncmem_handle_create(void)
 {
 	struct syncmem_handle *h;
@@ -546,13 +614,21 @@ struct syncmem_handle *syncmem_handle_create(void)
 	h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
 	if (!h)
 		return NULL;
-	if (rhashtable_init(&h->pending, &syncmem_pending_params)) {
+	h->user = syncmem_user_get_current();
+	h->ns = syncmem_ns_get_current();
+	if (!h->user || !h->ns) {
+		if (h->ns)
+			syncmem_ns_put(h->ns);
+		syncmem_user_put(h->user);
 		kfree(h);
 		return NULL;
 	}
+	h->unlimited = capable(CAP_SYS_RESOURCE);
+	atomic_long_inc(&h->ns->usage.handles);
 	kref_init(&h->ref);
 	spin_lock_init(&h->lock);
 	mutex_init(&h->eventfd_mutex);
+	h->pending = RB_ROOT;
 	INIT_LIST_HEAD(&h->pending_list);
 	INIT_LIST_HEAD(&h->cq);
 	init_waitqueue_head(&h->wq);
@@ -575,13 +651,9 @@ void syncmem_handle_close(struct syncmem_handle *h)
 	spin_unlock(&h->lock);
 
 	while ((a = syncmem_pending_get(h, NULL))) {
-		spin_lock(&h->lock);
-		rhashtable_remove_fast(&h->pending, &a->hnode,
-				       syncmem_pending_params);
-		list_del_init(&a->node);
-		spin_unlock(&h->lock);
 		/* Claimed by somebody else: their completion drops it. */
-		syncmem_async_cancel_one(a);
+		if (!syncmem_async_cancel_one(a))
+			cond_resched();
 		syncmem_async_put(a);
 	}
 
@@ -599,7 +671,8 @@ int syncmem_async_init(void)
 {
 	syncmem_async_cache = KMEM_CACHE(syncmem_async, SLAB_ACCOUNT);
 	syncmem_async_timed_cache = KMEM_CACHE(syncmem_async_timed, SLAB_ACCOUNT);
-	if (!syncmem_async_cache || !syncmem_async_timed_cache) {
+	syncmem_async_wq = alloc_workqueue("syncmem", WQ_UNBOUND, 0);
+	if (!syncmem_async_cache || !syncmem_async_timed_cache || !syncmem_async_wq) {
 		syncmem_async_exit();
 		return -ENOMEM;
 	}
@@ -608,8 +681,14 @@ int syncmem_async_init(void)
 
 void syncmem_async_exit(void)
 {
-	/* No handle is left, so no timer and no expired waiter either. */
-	cancel_work_sync(&syncmem_expire_work);
+	/*
+	 * No handle is left, but a timer that fired just before its wait was
+	 * claimed may still be on its way to its work item: wait for every
+	 * wait to be freed, then for the work items to return.
+	 */
+	wait_var_event(&syncmem_nr_async, !atomic64_read(&syncmem_nr_async));
+	if (syncmem_async_wq)
+		destroy_workqueue(syncmem_async_wq);
 	kmem_cache_destroy(syncmem_async_timed_cache);
 	kmem_cache_destroy(syncmem_async_cache);
 }

@@ -2,7 +2,6 @@
 /*
  * syncmem: the /dev/syncmem misc device, its handles and the handle ioctls.
  */
-#include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
@@ -10,26 +9,10 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
 
+#include "syncmem_compat.h"
 #include "syncmem_core.h"
-
-unsigned long syncmem_max_region_size = 1UL << 30;
-module_param_named(max_region_size, syncmem_max_region_size, ulong, 0644);
-MODULE_PARM_DESC(max_region_size, "Largest region in bytes (default 1 GiB); larger is -E2BIG");
-
-unsigned int syncmem_max_regions = 4096;
-module_param_named(max_regions, syncmem_max_regions, uint, 0644);
-MODULE_PARM_DESC(max_regions, "Most regions alive at once (default 4096); more is -ENOSPC");
-
-unsigned long syncmem_max_total_bytes;
-module_param_named(max_total_bytes, syncmem_max_total_bytes, ulong, 0644);
-MODULE_PARM_DESC(max_total_bytes, "Most bytes in all regions (default: half of RAM); more is -ENOMEM");
-
-unsigned int syncmem_max_async_waits = 1U << 17;
-module_param_named(max_async_waits, syncmem_max_async_waits, uint, 0644);
-MODULE_PARM_DESC(max_async_waits, "Most outstanding async waits per handle (default 131072); more is -EAGAIN");
-
-static atomic_t syncmem_nr_handles = ATOMIC_INIT(0);
 
 static int syncmem_dev_open(struct inode *inode, struct file *file)
 {
@@ -38,7 +21,7 @@ static int syncmem_dev_open(struct inode *inode, struct file *file)
 	if (!h)
 		return -ENOMEM;
 	file->private_data = h;
-	atomic_inc(&syncmem_nr_handles);
+	syncmem_file_set_nowait(file);
 	return 0;
 }
 
@@ -46,15 +29,17 @@ static int syncmem_dev_release(struct inode *inode, struct file *file)
 {
 	syncmem_on_close_run(file->private_data);
 	syncmem_handle_close(file->private_data);
-	atomic_dec(&syncmem_nr_handles);
 	return 0;
 }
 
-static ssize_t syncmem_dev_read(struct file *file, char __user *buf,
-				size_t count, loff_t *ppos)
+/* Completion records; io_uring reads them without a worker thread. */
+static ssize_t syncmem_dev_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
-	return syncmem_handle_read(file->private_data, buf, count,
-				   file->f_flags & O_NONBLOCK);
+	struct file *file = iocb->ki_filp;
+
+	return syncmem_handle_read(file->private_data, to,
+				   (iocb->ki_flags & IOCB_NOWAIT) ||
+				   (file->f_flags & O_NONBLOCK));
 }
 
 static __poll_t syncmem_dev_poll(struct file *file, poll_table *pt)
@@ -86,10 +71,11 @@ static long syncmem_ioctl_version(void __user *uarg)
 		.name_max	 = SYNCMEM_NAME_MAX,
 		.features	 = SYNCMEM_FEAT_REGIONS | SYNCMEM_FEAT_WAIT |
 				   SYNCMEM_FEAT_ASYNC | SYNCMEM_FEAT_HANDOFF_ADD |
-				   SYNCMEM_FEAT_ON_CLOSE,
+				   SYNCMEM_FEAT_ON_CLOSE | SYNCMEM_FEAT_LIMITS |
+				   SYNCMEM_FEAT_REGION_LIST,
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
-		.max_regions	 = READ_ONCE(syncmem_max_regions),
-		.max_total_bytes = READ_ONCE(syncmem_max_total_bytes),
+		.max_regions	 = min_t(unsigned long, syncmem_max_regions_now(), U32_MAX),
+		.max_total_bytes = syncmem_max_total_bytes_now(),
 	};
 
 	return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
@@ -114,10 +100,16 @@ static long syncmem_ioctl_region_open(void __user *uarg)
 	rdonly = arg.flags & SYNCMEM_REGION_RDONLY;
 
 	if (!arg.name) {
-		/* Anonymous: nobody else could ever write a read-only one. */
-		if (arg.name_len || rdonly)
+		struct syncmem_ns *ns;
+
+		/* Anonymous: always new, and read-only would make it useless. */
+		if (arg.name_len || arg.flags)
 			return -EINVAL;
-		r = syncmem_region_create(arg.size, 0);
+		ns = syncmem_ns_get_current();
+		if (!ns)
+			return -ENOMEM;
+		r = syncmem_region_create(arg.size, 0, ns);
+		syncmem_ns_put(ns);
 	} else {
 		err = syncmem_copy_name(name, arg.name, arg.name_len);
 		if (err)
@@ -155,16 +147,31 @@ static long syncmem_ioctl_region_unlink(void __user *uarg)
 	return syncmem_names_unlink(name, arg.name_len);
 }
 
+/* The caller's IPC namespace and user: nothing of anybody else's. */
 static long syncmem_ioctl_stats(void __user *uarg)
 {
-	struct syncmem_stats s = {
-		.named_regions	= syncmem_names_count(),
-		.handles	= atomic_read(&syncmem_nr_handles),
-		.waiters	= syncmem_waiters_total(),
-		.async_waits	= syncmem_async_total(),
-	};
+	struct syncmem_ns *ns = syncmem_ns_get_current();
+	struct syncmem_user *u = syncmem_user_find_current();
+	struct syncmem_stats s = { 0 };
 
-	syncmem_region_stats(&s.regions, &s.region_bytes);
+	if (!ns) {
+		syncmem_user_put(u);
+		return -ENOMEM;
+	}
+	s.regions = atomic_long_read(&ns->usage.regions);
+	s.region_bytes = atomic_long_read(&ns->usage.bytes);
+	s.named_regions = READ_ONCE(ns->nr_names);
+	s.handles = atomic_long_read(&ns->usage.handles);
+	s.waiters = atomic_long_read(&ns->usage.waiters);
+	s.async_waits = atomic_long_read(&ns->usage.async_waits);
+	syncmem_ns_put(ns);
+	if (u) {
+		s.user_regions = atomic_long_read(&u->usage.regions);
+		s.user_bytes = atomic_long_read(&u->usage.bytes);
+		s.user_async_waits = atomic_long_read(&u->usage.async_waits);
+		s.user_on_close = atomic_long_read(&u->usage.on_close);
+		syncmem_user_put(u);
+	}
 	return copy_to_user(uarg, &s, sizeof(s)) ? -EFAULT : 0;
 }
 
@@ -195,6 +202,8 @@ static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 		return syncmem_ioctl_region_unlink(uarg);
 	case SYNCMEM_IOC_STATS:
 		return syncmem_ioctl_stats(uarg);
+	case SYNCMEM_IOC_REGION_LIST:
+		return syncmem_ioctl_region_list(uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}
@@ -204,7 +213,7 @@ static const struct file_operations syncmem_dev_fops = {
 	.owner		= THIS_MODULE,
 	.open		= syncmem_dev_open,
 	.release	= syncmem_dev_release,
-	.read		= syncmem_dev_read,
+	.read_iter	= syncmem_dev_read_iter,
 	.poll		= syncmem_dev_poll,
 	.unlocked_ioctl	= syncmem_dev_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
@@ -222,11 +231,18 @@ static int __init syncmem_init(void)
 {
 	int err;
 
-	if (!syncmem_max_total_bytes)
-		syncmem_max_total_bytes = (totalram_pages() / 2) << PAGE_SHIFT;
-	err = syncmem_wait_init();
+	err = syncmem_limits_init();
 	if (err)
 		return err;
+	err = syncmem_ns_init();
+	if (err)
+		goto out_limits;
+	err = syncmem_fs_init();
+	if (err)
+		goto out_ns;
+	err = syncmem_wait_init();
+	if (err)
+		goto out_fs;
 	err = syncmem_async_init();
 	if (err)
 		goto out_wait;
@@ -239,15 +255,25 @@ out_async:
 	syncmem_async_exit();
 out_wait:
 	syncmem_wait_exit();
+out_fs:
+	syncmem_fs_exit();
+out_ns:
+	syncmem_ns_exit();
+out_limits:
+	syncmem_limits_exit();
 	return err;
 }
 
 static void __exit syncmem_exit(void)
 {
 	misc_deregister(&syncmem_miscdev);
-	syncmem_names_exit();
+	/* Async waits hold regions: let them go first. */
 	syncmem_async_exit();
+	syncmem_ns_exit();
 	syncmem_wait_exit();
+	syncmem_fs_exit();
+	rcu_barrier();	/* kfree_rcu() of users and namespaces */
+	syncmem_limits_exit();
 }
 
 module_init(syncmem_init);

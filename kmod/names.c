@@ -1,149 +1,271 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * syncmem name table: named regions scoped to IPC namespaces, with POSIX
- * shared-memory style ownership and permission checks.
+ * syncmem and IPC namespaces: each namespace syncmem is used in has a
+ * struct syncmem_ns holding its names (regions named in it, with POSIX
+ * shared-memory style owner and mode) and its usage (limits.c).
  *
- * Each IPC namespace that holds names has one struct syncmem_ns, which pins
- * the namespace with one reference. When that reference is the only one left
- * the namespace is unreachable (no task in it, no nsfs file), so its names
- * are dropped on the next table operation ("reaping") and the reference is
- * released.
+ * Lifetime. An attached syncmem_ns holds one reference on its namespace, so
+ * that names outlive every process as on /dev/shm. A reaper, armed while any
+ * namespace other than the initial one is attached, looks every
+ * SYNCMEM_REAP_INTERVAL whether a namespace has become unreachable (no task
+ * in it, no nsfs file: only our reference is left): then it drops its names,
+ * which frees their regions, and releases the namespace at once, SysV
+ * memory and all. It also detaches a namespace of which nothing is left.
+ *
+ * Names of all namespaces share one rhashtable keyed by (namespace, name);
+ * each namespace's names are created, looked up and removed under its own
+ * mutex, so namespaces never wait for each other.
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
-#include <linux/hashtable.h>
+#include <linux/ipc_namespace.h>
 #include <linux/jhash.h>
 #include <linux/mutex.h>
 #include <linux/nsproxy.h>
+#include <linux/proc_ns.h>
+#include <linux/rhashtable.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
 
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
 
-struct syncmem_ns {
-	struct ipc_namespace *ipc;	/* one reference held */
-	struct list_head node;		/* in syncmem_ns_list */
-	struct list_head regions;	/* named regions of this namespace */
+#define SYNCMEM_REAP_INTERVAL	(2 * HZ)
+
+/* Attached namespaces by inode number (unique among live namespaces). */
+static DEFINE_XARRAY(syncmem_ns_by_inum);
+static LIST_HEAD(syncmem_ns_list);		/* under syncmem_ns_mutex */
+static DEFINE_MUTEX(syncmem_ns_mutex);		/* attach and detach */
+
+static void syncmem_ns_reap(struct work_struct *work);
+static DECLARE_DELAYED_WORK(syncmem_ns_reaper, syncmem_ns_reap);
+
+struct syncmem_name_key {
+	const struct syncmem_ns *ns;
+	const char *name;
+	u32 len;
 };
 
-static DEFINE_MUTEX(syncmem_names_mutex);
-static DEFINE_HASHTABLE(syncmem_names, 10);	/* under syncmem_names_mutex */
-static LIST_HEAD(syncmem_ns_list);		/* under syncmem_names_mutex */
-static u64 syncmem_nr_named;			/* under syncmem_names_mutex */
-
-static u32 syncmem_name_hash(struct ipc_namespace *ipc, const char *name,
-			     u32 len)
+static u32 syncmem_name_hashfn(const void *data, u32 len, u32 seed)
 {
-	return jhash(name, len, hash_ptr(ipc, 32));
+	const struct syncmem_name_key *k = data;
+
+	return jhash(k->name, k->len, seed ^ hash_ptr(k->ns, 32));
 }
 
-static struct syncmem_ns *syncmem_ns_find(struct ipc_namespace *ipc)
+static u32 syncmem_name_obj_hashfn(const void *data, u32 len, u32 seed)
 {
+	const struct syncmem_region *r = data;
+	struct syncmem_name_key k = { r->ns, r->name, r->name_len };
+
+	return syncmem_name_hashfn(&k, 0, seed);
+}
+
+static int syncmem_name_cmpfn(struct rhashtable_compare_arg *arg, const void *obj)
+{
+	const struct syncmem_name_key *k = arg->key;
+	const struct syncmem_region *r = obj;
+
+	return !(r->ns == k->ns && r->name_len == k->len &&
+		 !memcmp(r->name, k->name, k->len));
+}
+
+static const struct rhashtable_params syncmem_name_params = {
+	.head_offset	= offsetof(struct syncmem_region, hash_node),
+	.hashfn		= syncmem_name_hashfn,
+	.obj_hashfn	= syncmem_name_obj_hashfn,
+	.obj_cmpfn	= syncmem_name_cmpfn,
+	.automatic_shrinking = true,
+};
+
+static struct rhashtable syncmem_names;
+
+/* ---- namespaces ------------------------------------------------------- */
+
+void syncmem_ns_put(struct syncmem_ns *ns)
+{
+	if (refcount_dec_and_test(&ns->ref))
+		kfree_rcu(ns, rcu);
+}
+
+/* The attached state of the caller's IPC namespace, with a reference. */
+struct syncmem_ns *syncmem_ns_get_current(void)
+{
+	struct ipc_namespace *ipc = current->nsproxy->ipc_ns;
 	struct syncmem_ns *ns;
+	int err;
 
-	list_for_each_entry(ns, &syncmem_ns_list, node)
-		if (ns->ipc == ipc)
-			return ns;
-	return NULL;
+	rcu_read_lock();
+	ns = xa_load(&syncmem_ns_by_inum, ipc->ns.inum);
+	if (ns && (ns->ipc != ipc || !refcount_inc_not_zero(&ns->ref)))
+		ns = NULL;
+	rcu_read_unlock();
+	if (ns)
+		return ns;
+
+	mutex_lock(&syncmem_ns_mutex);
+	/* Detaching happens under the mutex: what we find here is live. */
+	ns = xa_load(&syncmem_ns_by_inum, ipc->ns.inum);
+	if (ns) {
+		refcount_inc(&ns->ref);
+		goto out;
+	}
+	ns = kzalloc(sizeof(*ns), GFP_KERNEL_ACCOUNT);
+	if (!ns)
+		goto out;
+	ns->ipc = ipc;
+	ns->inum = ipc->ns.inum;
+	refcount_set(&ns->ref, 2);	/* attached, and the caller's */
+	mutex_init(&ns->mutex);
+	INIT_LIST_HEAD(&ns->regions);
+	err = xa_insert(&syncmem_ns_by_inum, ns->inum, ns, GFP_KERNEL_ACCOUNT);
+	if (err) {
+		kfree(ns);
+		ns = NULL;
+		goto out;
+	}
+	syncmem_ipc_ns_get(ipc);
+	ns->attached = true;
+	list_add_tail(&ns->node, &syncmem_ns_list);
+	if (ipc->ns.inum != PROC_IPC_INIT_INO)
+		mod_delayed_work(system_wq, &syncmem_ns_reaper, SYNCMEM_REAP_INTERVAL);
+out:
+	mutex_unlock(&syncmem_ns_mutex);
+	return ns;
 }
 
-static struct syncmem_region *syncmem_names_lookup(struct ipc_namespace *ipc,
-						   const char *name, u32 len)
-{
-	struct syncmem_region *r;
-
-	hash_for_each_possible(syncmem_names, r, hash_node,
-			       syncmem_name_hash(ipc, name, len))
-		if (r->ns->ipc == ipc && r->name_len == len &&
-		    !memcmp(r->name, name, len))
-			return r;
-	return NULL;
-}
-
-/* Drop @r's name and the table's reference; frees an emptied syncmem_ns. */
-static void syncmem_names_unlink_locked(struct syncmem_region *r)
+/* Take @r's name away and drop the table's reference. */
+static void syncmem_name_drop_locked(struct syncmem_region *r)
 {
 	struct syncmem_ns *ns = r->ns;
 
-	lockdep_assert_held(&syncmem_names_mutex);
-	hash_del(&r->hash_node);
+	lockdep_assert_held(&ns->mutex);
+	rhashtable_remove_fast(&syncmem_names, &r->hash_node, syncmem_name_params);
 	list_del_init(&r->ns_node);
-	WRITE_ONCE(r->ns, NULL);
-	syncmem_nr_named--;
-	if (list_empty(&ns->regions)) {
-		list_del(&ns->node);
-		syncmem_ipc_ns_put(ns->ipc);
-		kfree(ns);
-	}
+	WRITE_ONCE(r->named, false);
+	ns->nr_names--;
 	syncmem_region_put(r);
 }
 
-static void syncmem_ns_drop_all_locked(struct syncmem_ns *ns)
+/*
+ * Forget @ns: its names go, its namespace is released, lookups miss it.
+ * The attached reference is dropped too (@put), or is already gone.
+ */
+static void syncmem_ns_detach_locked(struct syncmem_ns *ns, bool put)
 {
-	struct syncmem_region *r;
-	bool last;
+	struct syncmem_region *r, *tmp;
 
-	/* The last unlink frees @ns itself: decide before it happens. */
-	do {
-		r = list_first_entry(&ns->regions, struct syncmem_region, ns_node);
-		last = list_is_singular(&ns->regions);
-		syncmem_names_unlink_locked(r);
-	} while (!last);
+	lockdep_assert_held(&syncmem_ns_mutex);
+	xa_erase(&syncmem_ns_by_inum, ns->inum);
+	list_del(&ns->node);
+	ns->attached = false;
+	mutex_lock(&ns->mutex);
+	list_for_each_entry_safe(r, tmp, &ns->regions, ns_node)
+		syncmem_name_drop_locked(r);
+	mutex_unlock(&ns->mutex);
+	syncmem_ipc_ns_put(ns->ipc);
+	ns->ipc = NULL;
+	if (put)
+		syncmem_ns_put(ns);
+	else
+		kfree_rcu(ns, rcu);
 }
 
-static void syncmem_names_reap_locked(void)
+static void syncmem_ns_reap(struct work_struct *work)
+{
+	struct syncmem_ns *ns, *tmp;
+	bool others = false;
+
+	mutex_lock(&syncmem_ns_mutex);
+	list_for_each_entry_safe(ns, tmp, &syncmem_ns_list, node) {
+		if (ns->inum == PROC_IPC_INIT_INO)
+			continue;
+		if (syncmem_ipc_ns_orphaned(ns->ipc)) {
+			/* Objects still charged to it keep it, detached. */
+			syncmem_ns_detach_locked(ns, true);
+		} else if (!READ_ONCE(ns->nr_names) && refcount_dec_if_one(&ns->ref)) {
+			/*
+			 * Nothing of it is left (names hold a reference
+			 * through their region): at zero, no lookup can take
+			 * it any more.
+			 */
+			syncmem_ns_detach_locked(ns, false);
+		} else {
+			others = true;
+		}
+	}
+	if (others)
+		schedule_delayed_work(&syncmem_ns_reaper, SYNCMEM_REAP_INTERVAL);
+	mutex_unlock(&syncmem_ns_mutex);
+}
+
+int syncmem_ns_init(void)
+{
+	return rhashtable_init(&syncmem_names, &syncmem_name_params);
+}
+
+/* Module exit: no file is open, so dropping the names frees every region. */
+void syncmem_ns_exit(void)
 {
 	struct syncmem_ns *ns, *tmp;
 
+	cancel_delayed_work_sync(&syncmem_ns_reaper);
+	mutex_lock(&syncmem_ns_mutex);
 	list_for_each_entry_safe(ns, tmp, &syncmem_ns_list, node)
-		if (syncmem_ipc_ns_orphaned(ns->ipc))
-			syncmem_ns_drop_all_locked(ns);
+		syncmem_ns_detach_locked(ns, true);
+	mutex_unlock(&syncmem_ns_mutex);
+	rhashtable_destroy(&syncmem_names);
 }
 
-/* Read, plus write unless @rdonly, like open(2) on a POSIX shm object. */
-static int syncmem_region_permission(struct syncmem_region *r, bool rdonly)
-{
-	umode_t want = rdonly ? 4 : 6;
-	umode_t mode = r->mode;
+/* ---- names ------------------------------------------------------------ */
 
-	if (uid_eq(current_fsuid(), r->uid))
-		mode >>= 6;
-	else if (in_group_p(r->gid))
-		mode >>= 3;
-	if (!(want & ~mode & 7))
-		return 0;
-	if (ns_capable(r->ns->ipc->user_ns, CAP_IPC_OWNER))
-		return 0;
-	return -EACCES;
+static struct syncmem_region *syncmem_name_lookup(struct syncmem_ns *ns,
+						  const char *name, u32 len)
+{
+	struct syncmem_name_key k = { ns, name, len };
+
+	lockdep_assert_held(&ns->mutex);
+	return rhashtable_lookup_fast(&syncmem_names, &k, syncmem_name_params);
 }
 
-/* Give @r its name in the caller's namespace; @ns is a spare entry or NULL. */
-static void syncmem_names_link_locked(struct syncmem_region *r,
-				      struct ipc_namespace *ipc,
-				      struct syncmem_ns **spare,
-				      const char *name, u32 len, umode_t mode)
+/* Give @r (fresh, owned by the caller) its name in @ns; 0 or -ENOMEM. */
+static int syncmem_name_link_locked(struct syncmem_ns *ns, struct syncmem_region *r,
+				    const char *name, u32 len, umode_t mode)
 {
-	struct syncmem_ns *ns = syncmem_ns_find(ipc);
-
-	if (!ns) {
-		ns = *spare;
-		*spare = NULL;
-		ns->ipc = ipc;
-		syncmem_ipc_ns_get(ipc);
-		INIT_LIST_HEAD(&ns->regions);
-		list_add(&ns->node, &syncmem_ns_list);
-	}
+	lockdep_assert_held(&ns->mutex);
 	memcpy(r->name, name, len);
 	r->name_len = len;
-	r->uid = current_fsuid();
-	r->gid = current_fsgid();
 	r->mode = mode & 0777 & ~current_umask();
-	r->ns = ns;
+	r->inode->i_mode = (r->inode->i_mode & ~0777) | r->mode;
+	if (rhashtable_insert_fast(&syncmem_names, &r->hash_node, syncmem_name_params))
+		return -ENOMEM;
+	r->id = ++ns->next_id;
+	r->named = true;
 	list_add_tail(&r->ns_node, &ns->regions);
-	hash_add(syncmem_names, &r->hash_node, syncmem_name_hash(ipc, name, len));
-	syncmem_nr_named++;
+	ns->nr_names++;
 	kref_get(&r->ref);	/* the table's reference */
+	return 0;
+}
+
+/* The checks of opening an existing region @r with @flags. */
+static int syncmem_name_may_open(struct syncmem_region *r, u32 flags, u64 size)
+{
+	if ((flags & SYNCMEM_REGION_CREATE) && (flags & SYNCMEM_REGION_EXCL))
+		return -EEXIST;
+	/*
+	 * A caller that meant to create the region must not silently get
+	 * somebody else's (as fs.protected_regular refuses O_CREAT of another
+	 * user's file in a sticky directory such as /dev/shm).
+	 */
+	if ((flags & SYNCMEM_REGION_CREATE) && READ_ONCE(syncmem_protected_names) &&
+	    !uid_eq(r->uid, current_fsuid()))
+		return -EACCES;
+	if (size && size != r->size)
+		return -EINVAL;
+	return syncmem_fs_permission(r, flags & SYNCMEM_REGION_RDONLY);
 }
 
 /**
@@ -161,55 +283,50 @@ static void syncmem_names_link_locked(struct syncmem_region *r,
 struct syncmem_region *syncmem_names_open(const char *name, u32 name_len,
 					  u32 flags, u64 size, umode_t mode)
 {
-	struct ipc_namespace *ipc = current->nsproxy->ipc_ns;
 	struct syncmem_region *r, *fresh = NULL;
-	struct syncmem_ns *spare = NULL;
-	int err = 0;
+	struct syncmem_ns *ns = syncmem_ns_get_current();
+	int err;
 
-	mutex_lock(&syncmem_names_mutex);
-	syncmem_names_reap_locked();
-	r = syncmem_names_lookup(ipc, name, name_len);
+	if (!ns)
+		return ERR_PTR(-ENOMEM);
+	mutex_lock(&ns->mutex);
+	r = syncmem_name_lookup(ns, name, name_len);
 	if (!r) {
-		mutex_unlock(&syncmem_names_mutex);
-		if (!(flags & SYNCMEM_REGION_CREATE))
-			return ERR_PTR(-ENOENT);
-
-		/* Allocate unlocked: a large region takes a while. */
-		fresh = syncmem_region_create(size, name_len);
-		if (IS_ERR(fresh))
-			return fresh;
-		spare = kzalloc(sizeof(*spare), GFP_KERNEL_ACCOUNT);
-		if (!spare) {
-			syncmem_region_put(fresh);
-			return ERR_PTR(-ENOMEM);
+		mutex_unlock(&ns->mutex);
+		if (!(flags & SYNCMEM_REGION_CREATE)) {
+			r = ERR_PTR(-ENOENT);
+			goto out;
 		}
-
-		mutex_lock(&syncmem_names_mutex);
-		r = syncmem_names_lookup(ipc, name, name_len);
+		/* Allocate unlocked: a large region takes a while. */
+		fresh = syncmem_region_create(size, name_len, ns);
+		if (IS_ERR(fresh)) {
+			r = fresh;
+			goto out;
+		}
+		mutex_lock(&ns->mutex);
+		r = syncmem_name_lookup(ns, name, name_len);
 		if (!r) {
-			syncmem_names_link_locked(fresh, ipc, &spare, name,
-						  name_len, mode);
-			mutex_unlock(&syncmem_names_mutex);
-			kfree(spare);
-			return fresh;
+			err = syncmem_name_link_locked(ns, fresh, name, name_len, mode);
+			mutex_unlock(&ns->mutex);
+			if (err) {
+				syncmem_region_put(fresh);
+				fresh = ERR_PTR(err);
+			}
+			r = fresh;
+			goto out;
 		}
 		/* Another caller created it meanwhile: open theirs. */
 	}
-
-	if ((flags & SYNCMEM_REGION_CREATE) && (flags & SYNCMEM_REGION_EXCL))
-		err = -EEXIST;
-	else if (size && size != r->size)
-		err = -EINVAL;
-	else
-		err = syncmem_region_permission(r, flags & SYNCMEM_REGION_RDONLY);
+	err = syncmem_name_may_open(r, flags, size);
 	if (!err)
 		kref_get(&r->ref);
-	mutex_unlock(&syncmem_names_mutex);
-
-	kfree(spare);
+	mutex_unlock(&ns->mutex);
 	if (fresh)
 		syncmem_region_put(fresh);
-	return err ? ERR_PTR(err) : r;
+	r = err ? ERR_PTR(err) : r;
+out:
+	syncmem_ns_put(ns);
+	return r;
 }
 
 /**
@@ -218,51 +335,115 @@ struct syncmem_region *syncmem_names_open(const char *name, u32 name_len,
  * @name_len:	Their count.
  *
  * Returns 0, -ENOENT, or -EPERM when the caller neither owns the region nor
- * has CAP_IPC_OWNER.
+ * has CAP_FOWNER in the namespace's user namespace.
  */
 int syncmem_names_unlink(const char *name, u32 name_len)
 {
-	struct ipc_namespace *ipc = current->nsproxy->ipc_ns;
+	struct syncmem_ns *ns = syncmem_ns_get_current();
 	struct syncmem_region *r;
 	int err = 0;
 
-	mutex_lock(&syncmem_names_mutex);
-	syncmem_names_reap_locked();
-	r = syncmem_names_lookup(ipc, name, name_len);
+	if (!ns)
+		return -ENOMEM;
+	mutex_lock(&ns->mutex);
+	r = syncmem_name_lookup(ns, name, name_len);
 	if (!r)
 		err = -ENOENT;
 	else if (!uid_eq(current_fsuid(), r->uid) &&
-		 !ns_capable(ipc->user_ns, CAP_IPC_OWNER))
+		 !ns_capable(ns->ipc->user_ns, CAP_FOWNER))
 		err = -EPERM;
 	else
-		syncmem_names_unlink_locked(r);
-	mutex_unlock(&syncmem_names_mutex);
+		syncmem_name_drop_locked(r);
+	mutex_unlock(&ns->mutex);
+	syncmem_ns_put(ns);
 	return err;
-}
-
-u64 syncmem_names_count(void)
-{
-	u64 n;
-
-	mutex_lock(&syncmem_names_mutex);
-	syncmem_names_reap_locked();
-	n = syncmem_nr_named;
-	mutex_unlock(&syncmem_names_mutex);
-	return n;
 }
 
 bool syncmem_region_is_named(struct syncmem_region *r)
 {
-	return READ_ONCE(r->ns);
+	return READ_ONCE(r->named);
 }
 
-/* Module exit: no file is open, so dropping the names frees every region. */
-void syncmem_names_exit(void)
-{
-	struct syncmem_ns *ns, *tmp;
+/* Entries gathered under the mutex at a time, copied out after. */
+#define SYNCMEM_LIST_BATCH	16
 
-	mutex_lock(&syncmem_names_mutex);
-	list_for_each_entry_safe(ns, tmp, &syncmem_ns_list, node)
-		syncmem_ns_drop_all_locked(ns);
-	mutex_unlock(&syncmem_names_mutex);
+static void syncmem_entry_fill(struct syncmem_region_entry *e,
+			       struct syncmem_region *r)
+{
+	memset(e, 0, sizeof(*e));
+	e->size = r->size;
+	syncmem_region_owner(r, &e->uid, &e->gid);
+	e->mode = r->mode;
+	e->name_len = r->name_len;
+	e->files = atomic_long_read(&r->nr_files);
+	e->mappings = atomic_long_read(&r->nr_mappings);
+	e->waiters = atomic_read(&r->nr_waiters);
+	e->id = r->id;
+	memcpy(e->name, r->name, r->name_len);
+}
+
+/* Up to @max entries of @ns after @cursor, in creation order. */
+static unsigned int syncmem_list_batch(struct syncmem_ns *ns, u64 cursor,
+				       struct syncmem_region_entry *e,
+				       unsigned int max)
+{
+	struct syncmem_region *r;
+	unsigned int n = 0;
+
+	mutex_lock(&ns->mutex);
+	list_for_each_entry(r, &ns->regions, ns_node) {
+		if (r->id <= cursor)
+			continue;
+		syncmem_entry_fill(&e[n], r);
+		if (++n == max)
+			break;
+	}
+	mutex_unlock(&ns->mutex);
+	return n;
+}
+
+long syncmem_ioctl_region_list(void __user *uarg)
+{
+	struct syncmem_region_entry *batch;
+	struct syncmem_region_list arg;
+	struct syncmem_region_entry __user *out;
+	struct syncmem_ns *ns;
+	unsigned int done = 0, n;
+	long ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.count > SYNCMEM_REGION_LIST_MAX)
+		return -EINVAL;
+	out = u64_to_user_ptr(arg.entries);
+	batch = kmalloc_array(SYNCMEM_LIST_BATCH, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return -ENOMEM;
+	ns = syncmem_ns_get_current();
+	if (!ns) {
+		kfree(batch);
+		return -ENOMEM;
+	}
+	while (done < arg.count) {
+		n = syncmem_list_batch(ns, arg.cursor, batch,
+				       min(arg.count - done, SYNCMEM_LIST_BATCH));
+		if (!n)
+			break;
+		if (copy_to_user(out + done, batch, n * sizeof(*batch))) {
+			ret = -EFAULT;
+			break;
+		}
+		done += n;
+		arg.cursor = batch[n - 1].id;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+	}
+	syncmem_ns_put(ns);
+	kfree(batch);
+	if (ret)
+		return ret;
+	arg.count = done;
+	return copy_to_user(uarg, &arg, sizeof(arg)) ? -EFAULT : 0;
 }

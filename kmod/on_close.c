@@ -46,9 +46,11 @@ syncmem_on_close_find(struct syncmem_handle *h, u64 user_data)
 	return NULL;
 }
 
-static void syncmem_on_close_free(struct syncmem_on_close_action *a)
+static void syncmem_on_close_free(struct syncmem_handle *h,
+				  struct syncmem_on_close_action *a)
 {
 	syncmem_region_put(a->r);
+	syncmem_uncharge_user(h->user, SYNCMEM_USAGE(on_close));
 	kfree(a);
 }
 
@@ -65,16 +67,19 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 		return -EINVAL;
 	if (arg.size == 4 && arg.expected > U32_MAX)
 		return -EINVAL;
-	r = syncmem_region_get_fd(arg.region_fd, true);
+	r = syncmem_region_get_fd(arg.region_fd, true, NULL);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
 	ret = syncmem_word_check(r, arg.offset, arg.size, arg.value);
 	if (ret)
 		goto out_region;
+	ret = syncmem_charge_user(h->user, SYNCMEM_USAGE(on_close), h->unlimited);
+	if (ret)
+		goto out_region;
 	a = kmalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
 	if (!a) {
 		ret = -ENOMEM;
-		goto out_region;
+		goto out_charge;
 	}
 	*a = (struct syncmem_on_close_action){
 		.r = r,
@@ -99,6 +104,8 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 	if (!ret)
 		return 0;
 	kfree(a);
+out_charge:
+	syncmem_uncharge_user(h->user, SYNCMEM_USAGE(on_close));
 out_region:
 	syncmem_region_put(r);
 	return ret;
@@ -122,7 +129,7 @@ long syncmem_ioctl_disarm(struct syncmem_handle *h, void __user *uarg)
 	spin_unlock(&h->on_close_lock);
 	if (!a)
 		return -ENOENT;
-	syncmem_on_close_free(a);
+	syncmem_on_close_free(h, a);
 	return 0;
 }
 
@@ -141,6 +148,6 @@ void syncmem_on_close_run(struct syncmem_handle *h)
 		syncmem_store_wake_all(a->r, a->offset, a->size, a->if_equal,
 				       a->expected, a->value);
 		list_del(&a->node);
-		syncmem_on_close_free(a);
+		syncmem_on_close_free(h, a);
 	}
 }

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * syncmem regions: memory, caps, the region file and its mappings.
+ * syncmem regions: memory, charging, the region file and its mappings.
  */
-#include <linux/anon_inodes.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
-#include <linux/spinlock.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
@@ -25,46 +25,6 @@
 #define SYNCMEM_PAGE_GFP	(GFP_KERNEL_ACCOUNT | __GFP_ZERO | \
 				 __GFP_NOWARN | __GFP_RETRY_MAYFAIL)
 
-static DEFINE_SPINLOCK(syncmem_usage_lock);
-static unsigned int syncmem_nr_regions;		/* under syncmem_usage_lock */
-static u64 syncmem_region_bytes;		/* under syncmem_usage_lock */
-
-void syncmem_region_stats(u64 *regions, u64 *bytes)
-{
-	spin_lock(&syncmem_usage_lock);
-	*regions = syncmem_nr_regions;
-	*bytes = syncmem_region_bytes;
-	spin_unlock(&syncmem_usage_lock);
-}
-
-/* Take a region slot and @bytes from the caps before allocating. */
-static int syncmem_usage_reserve(u64 bytes)
-{
-	u64 max_bytes = READ_ONCE(syncmem_max_total_bytes);
-	int err = 0;
-
-	spin_lock(&syncmem_usage_lock);
-	if (syncmem_nr_regions >= READ_ONCE(syncmem_max_regions))
-		err = -ENOSPC;
-	else if (syncmem_region_bytes > max_bytes ||
-		 bytes > max_bytes - syncmem_region_bytes)
-		err = -ENOMEM;
-	if (!err) {
-		syncmem_nr_regions++;
-		syncmem_region_bytes += bytes;
-	}
-	spin_unlock(&syncmem_usage_lock);
-	return err;
-}
-
-static void syncmem_usage_release(u64 bytes)
-{
-	spin_lock(&syncmem_usage_lock);
-	syncmem_nr_regions--;
-	syncmem_region_bytes -= bytes;
-	spin_unlock(&syncmem_usage_lock);
-}
-
 static void syncmem_region_free_pages(struct syncmem_region *r, unsigned long n)
 {
 	while (n--)
@@ -72,82 +32,109 @@ static void syncmem_region_free_pages(struct syncmem_region *r, unsigned long n)
 	kvfree(r->pages);
 }
 
+/* Allocate and map the pages of @r; 0, -ENOMEM or -EINTR. */
+static int syncmem_region_alloc_pages(struct syncmem_region *r)
+{
+	unsigned long i;
+
+	r->pages = kvcalloc(r->nr_pages, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
+	if (!r->pages)
+		return -ENOMEM;
+	for (i = 0; i < r->nr_pages; i++) {
+		r->pages[i] = alloc_page(SYNCMEM_PAGE_GFP);
+		if (!r->pages[i])
+			goto fail;
+		if (!(i % 512)) {
+			if (fatal_signal_pending(current)) {
+				__free_page(r->pages[i]);
+				syncmem_region_free_pages(r, i);
+				return -EINTR;
+			}
+			cond_resched();
+		}
+	}
+	r->kaddr = vmap(r->pages, r->nr_pages, VM_MAP, PAGE_KERNEL);
+	if (r->kaddr)
+		return 0;
+fail:
+	syncmem_region_free_pages(r, i);
+	return -ENOMEM;
+}
+
 /**
- * syncmem_region_create - allocate a zeroed region
+ * syncmem_region_create - allocate a zeroed region, charged to the caller
  * @size:	Size in bytes, at least 1.
  * @name_len:	Room to reserve for a name (0 for an anonymous region).
+ * @ns:		The caller's IPC namespace (the region takes a reference).
  *
  * Returns the region with one reference, or an ERR_PTR: -EINVAL for size 0,
- * -E2BIG above max_region_size, -ENOSPC when max_regions regions exist,
- * -ENOMEM above max_total_bytes or when memory runs out, -EINTR on a fatal
- * signal during a long allocation.
+ * -E2BIG above max_region_size, a limit's -ENOSPC, -ENOMEM or -EDQUOT
+ * (limits.c), -ENOMEM when memory runs out, -EINTR on a fatal signal during
+ * a long allocation.
  */
-struct syncmem_region *syncmem_region_create(u64 size, u32 name_len)
+struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
+					     struct syncmem_ns *ns)
 {
 	u64 limit = min_t(u64, READ_ONCE(syncmem_max_region_size),
 			  SYNCMEM_REGION_SIZE_LIMIT);
 	struct syncmem_region *r;
-	unsigned long i, nr_pages;
-	u64 bytes;
 	int err;
 
 	if (!size)
 		return ERR_PTR(-EINVAL);
 	if (size > limit)
 		return ERR_PTR(-E2BIG);
-	nr_pages = DIV_ROUND_UP(size, PAGE_SIZE);
-	bytes = (u64)nr_pages << PAGE_SHIFT;
 
-	err = syncmem_usage_reserve(bytes);
-	if (err)
-		return ERR_PTR(err);
-
-	err = -ENOMEM;
 	r = kzalloc(struct_size(r, name, name_len), GFP_KERNEL_ACCOUNT);
 	if (!r)
-		goto out_release;
-	if (syncmem_region_queues_init(r))
-		goto out_free;
-	r->pages = kvcalloc(nr_pages, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
-	if (!r->pages)
-		goto out_queues;
-
-	for (i = 0; i < nr_pages; i++) {
-		r->pages[i] = alloc_page(SYNCMEM_PAGE_GFP);
-		if (!r->pages[i]) {
-			err = -ENOMEM;
-			goto out_pages;
-		}
-		if (!(i % 512)) {
-			if (fatal_signal_pending(current)) {
-				err = -EINTR;
-				i++;
-				goto out_pages;
-			}
-			cond_resched();
-		}
+		return ERR_PTR(-ENOMEM);
+	r->size = size;
+	r->nr_pages = DIV_ROUND_UP(size, PAGE_SIZE);
+	r->uid = current_fsuid();
+	r->gid = current_fsgid();
+	r->mode = 0600;
+	INIT_LIST_HEAD(&r->ns_node);
+	r->unlimited = capable(CAP_SYS_RESOURCE);
+	r->user = syncmem_user_get_current();
+	if (!r->user) {
+		kfree(r);
+		return ERR_PTR(-ENOMEM);
 	}
+	/* Charge before allocating: a refused region costs nothing. */
+	err = syncmem_charge_region(r->user, ns, (u64)r->nr_pages << PAGE_SHIFT,
+				    r->unlimited);
+	if (err)
+		goto out_user;
+	refcount_inc(&ns->ref);
+	r->ns = ns;
 
-	r->kaddr = vmap(r->pages, nr_pages, VM_MAP, PAGE_KERNEL);
-	if (!r->kaddr) {
-		err = -ENOMEM;
+	err = syncmem_region_queues_init(r);
+	if (err)
+		goto out_charge;
+	err = syncmem_region_alloc_pages(r);
+	if (err)
+		goto out_queues;
+	r->inode = syncmem_fs_inode(r);
+	if (IS_ERR(r->inode)) {
+		err = PTR_ERR(r->inode);
 		goto out_pages;
 	}
+	r->inode->i_uid = r->uid;
+	r->inode->i_gid = r->gid;
 	kref_init(&r->ref);
-	r->size = size;
-	r->nr_pages = nr_pages;
-	INIT_LIST_HEAD(&r->ns_node);
-	INIT_HLIST_NODE(&r->hash_node);
 	return r;
 
 out_pages:
-	syncmem_region_free_pages(r, i);
+	vunmap(r->kaddr);
+	syncmem_region_free_pages(r, r->nr_pages);
 out_queues:
 	syncmem_region_queues_destroy(r);
-out_free:
+out_charge:
+	syncmem_uncharge_region(r->user, ns, (u64)r->nr_pages << PAGE_SHIFT);
+	syncmem_ns_put(ns);
+out_user:
+	syncmem_user_put(r->user);
 	kfree(r);
-out_release:
-	syncmem_usage_release(bytes);
 	return ERR_PTR(err);
 }
 
@@ -155,16 +142,28 @@ static void syncmem_region_release(struct kref *ref)
 {
 	struct syncmem_region *r = container_of(ref, struct syncmem_region, ref);
 
+	iput(r->inode);
 	syncmem_region_queues_destroy(r);
 	vunmap(r->kaddr);
 	syncmem_region_free_pages(r, r->nr_pages);
-	syncmem_usage_release((u64)r->nr_pages << PAGE_SHIFT);
+	syncmem_uncharge_region(r->user, r->ns, (u64)r->nr_pages << PAGE_SHIFT);
+	syncmem_ns_put(r->ns);
+	syncmem_user_put(r->user);
 	kfree(r);
 }
 
 void syncmem_region_put(struct syncmem_region *r)
 {
 	kref_put(&r->ref, syncmem_region_release);
+}
+
+/* Owner and group of @r as the caller's user namespace sees them. */
+void syncmem_region_owner(struct syncmem_region *r, u32 *uid, u32 *gid)
+{
+	struct user_namespace *user_ns = current_user_ns();
+
+	*uid = from_kuid_munged(user_ns, r->uid);
+	*gid = from_kgid_munged(user_ns, r->gid);
 }
 
 static vm_fault_t syncmem_region_fault(struct vm_fault *vmf)
@@ -180,8 +179,25 @@ static vm_fault_t syncmem_region_fault(struct vm_fault *vmf)
 	return 0;
 }
 
+/* A mapping copied by fork() or split in two. */
+static void syncmem_region_vm_open(struct vm_area_struct *vma)
+{
+	struct syncmem_region *r = vma->vm_file->private_data;
+
+	atomic_long_inc(&r->nr_mappings);
+}
+
+static void syncmem_region_vm_close(struct vm_area_struct *vma)
+{
+	struct syncmem_region *r = vma->vm_file->private_data;
+
+	atomic_long_dec(&r->nr_mappings);
+}
+
 static const struct vm_operations_struct syncmem_region_vm_ops = {
-	.fault = syncmem_region_fault,
+	.open	= syncmem_region_vm_open,
+	.close	= syncmem_region_vm_close,
+	.fault	= syncmem_region_fault,
 };
 
 /*
@@ -208,12 +224,16 @@ static int syncmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 	}
 	syncmem_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, clear);
 	vma->vm_ops = &syncmem_region_vm_ops;
+	atomic_long_inc(&r->nr_mappings);
 	return 0;
 }
 
 static int syncmem_region_file_release(struct inode *inode, struct file *file)
 {
-	syncmem_region_put(file->private_data);
+	struct syncmem_region *r = file->private_data;
+
+	atomic_long_dec(&r->nr_files);
+	syncmem_region_put(r);
 	return 0;
 }
 
@@ -222,9 +242,13 @@ static long syncmem_region_ioctl_info(struct file *file, void __user *uarg)
 	struct syncmem_region *r = file->private_data;
 	struct syncmem_region_info info = {
 		.size = r->size,
+		.mode = r->mode,
 		.waiters = atomic_read(&r->nr_waiters),
+		.files = atomic_long_read(&r->nr_files),
+		.mappings = atomic_long_read(&r->nr_mappings),
 	};
 
+	syncmem_region_owner(r, &info.uid, &info.gid);
 	if (!(file->f_mode & FMODE_WRITE))
 		info.flags |= SYNCMEM_INFO_RDONLY;
 	if (syncmem_region_is_named(r))
@@ -239,18 +263,19 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 {
 	struct syncmem_region *r = file->private_data;
 	void __user *uarg = (void __user *)arg;
+	bool writable = file->f_mode & FMODE_WRITE;
 
 	switch (cmd) {
 	case SYNCMEM_IOC_REGION_INFO:
 		return syncmem_region_ioctl_info(file, uarg);
 	case SYNCMEM_IOC_WAIT:
-		return syncmem_ioctl_wait(r, uarg);
+		return syncmem_ioctl_wait(r, !writable, uarg);
 	case SYNCMEM_IOC_NOTIFY:
-		if (!(file->f_mode & FMODE_WRITE))
+		if (!writable)
 			return -EBADF;
 		return syncmem_ioctl_notify(r, uarg);
 	case SYNCMEM_IOC_HANDOFF:
-		if (!(file->f_mode & FMODE_WRITE))
+		if (!writable)
 			return -EBADF;
 		return syncmem_ioctl_handoff(r, uarg);
 	default:
@@ -271,11 +296,13 @@ static const struct file_operations syncmem_region_fops = {
  * syncmem_region_get_fd - the region behind a region fd, with a reference
  * @fd:		A file descriptor of the caller.
  * @writable:	Refuse a read-only fd.
+ * @rdonly:	Set to whether the fd is read-only (may be NULL).
  *
  * Returns the region or ERR_PTR(-EBADF) for a bad fd (or a read-only one
  * when @writable), ERR_PTR(-EINVAL) for a file that is not a syncmem region.
  */
-struct syncmem_region *syncmem_region_get_fd(int fd, bool writable)
+struct syncmem_region *syncmem_region_get_fd(int fd, bool writable,
+					     bool *rdonly)
 {
 	struct syncmem_region *r = ERR_PTR(-EINVAL);
 	struct fd f = fdget(fd);
@@ -283,10 +310,14 @@ struct syncmem_region *syncmem_region_get_fd(int fd, bool writable)
 	if (!f.file)
 		return ERR_PTR(-EBADF);
 	if (f.file->f_op == &syncmem_region_fops) {
-		if (writable && !(f.file->f_mode & FMODE_WRITE)) {
+		bool ro = !(f.file->f_mode & FMODE_WRITE);
+
+		if (writable && ro) {
 			fdput(f);
 			return ERR_PTR(-EBADF);
 		}
+		if (rdonly)
+			*rdonly = ro;
 		r = f.file->private_data;
 		kref_get(&r->ref);
 	}
@@ -310,13 +341,13 @@ int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly)
 	if (fd < 0)
 		return fd;
 	kref_get(&r->ref);
-	file = anon_inode_getfile("[syncmem-region]", &syncmem_region_fops, r,
-				  (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	file = syncmem_fs_file(r, rdonly, &syncmem_region_fops);
 	if (IS_ERR(file)) {
 		syncmem_region_put(r);
 		put_unused_fd(fd);
 		return PTR_ERR(file);
 	}
+	atomic_long_inc(&r->nr_files);
 	fd_install(fd, file);
 	return fd;
 }

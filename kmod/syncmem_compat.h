@@ -8,7 +8,9 @@
 #ifndef _SYNCMEM_COMPAT_H
 #define _SYNCMEM_COMPAT_H
 
+#include <linux/anon_inodes.h>
 #include <linux/eventfd.h>
+#include <linux/fs.h>
 #include <linux/hrtimer.h>
 #include <linux/ipc_namespace.h>
 #include <linux/mm.h>
@@ -81,14 +83,55 @@ static inline void syncmem_ipc_ns_put(struct ipc_namespace *ns)
  * True when the caller's single reference is the only one left: no task
  * lives in the namespace and no nsfs file pins it, so nobody can ever look a
  * name up in it again. The initial namespace never gets here (its static
- * reference is never dropped).
+ * reference is never dropped). The count is read through ns_ref_read()
+ * where the kernel has it (it made the field itself private); before that
+ * the field was the interface.
  */
 static inline bool syncmem_ipc_ns_orphaned(struct ipc_namespace *ns)
 {
-#ifdef CONFIG_IPC_NS
-	return refcount_read(&ns->ns.count) == 1;
-#else
+#if !defined(CONFIG_IPC_NS)
 	return false;
+#elif defined(SYNCMEM_HAVE_NS_REF_READ)
+	return ns_ref_read(ns) == 1;
+#else
+	return refcount_read(&ns->ns.count) == 1;
+#endif
+}
+
+/* Inode operations take a struct mnt_idmap from 6.3, a user namespace before. */
+#ifdef SYNCMEM_HAVE_MNT_IDMAP
+#define syncmem_idmap mnt_idmap
+#define SYNCMEM_NO_IDMAP (&nop_mnt_idmap)
+#else
+#define syncmem_idmap user_namespace
+#define SYNCMEM_NO_IDMAP (&init_user_ns)
+#endif
+
+static inline int syncmem_inode_permission(struct inode *inode, int mask)
+{
+	return inode_permission(SYNCMEM_NO_IDMAP, inode, mask);
+}
+
+/*
+ * An inode of @sb that the LSMs have labelled, where the kernel exports the
+ * helper for other filesystems (6.1.y and 6.12.y stable, mainline 6.16);
+ * elsewhere an unlabelled private inode.
+ */
+static inline struct inode *syncmem_secure_inode(struct super_block *sb,
+						 const char *name)
+{
+#ifdef SYNCMEM_HAVE_SECURE_INODE_SB
+	return anon_inode_make_secure_inode(sb, name, NULL);
+#else
+	return alloc_anon_inode(sb);
+#endif
+}
+
+/* io_uring may read the handle without blocking (FMODE_NOWAIT). */
+static inline void syncmem_file_set_nowait(struct file *file)
+{
+#ifdef FMODE_NOWAIT
+	file->f_mode |= FMODE_NOWAIT;
 #endif
 }
 

@@ -10,13 +10,18 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
+#include <linux/rbtree.h>
+#include <linux/refcount.h>
 #include <linux/rhashtable-types.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
+#include <linux/uio.h>
 #include <linux/wait.h>
 #include <uapi/linux/syncmem.h>
 
-struct syncmem_ns;
+struct ipc_namespace;
+struct user_namespace;
+struct syncmem_bucket;
 struct syncmem_queue;
 
 enum syncmem_waiter_state {
@@ -29,21 +34,77 @@ enum syncmem_waiter_state {
 
 /*
  * A waiter in a word's queue: part of a blocked WAIT (wait.c) or of an async
- * wait (async.c), which @async tells apart.
+ * wait (async.c), which @async tells apart. Every field but @node, @q and
+ * @state is set before the waiter is queued and never changes after.
  */
 struct syncmem_waiter {
-	struct list_head node;		/* in q->waiters while queued */
-	struct syncmem_queue *q;	/* holds a reference once queued */
-	int state;	/* enum syncmem_waiter_state; changed under q->lock */
+	struct list_head node;		/* in its queue while queued */
+	struct syncmem_queue *q;	/* valid while queued (under b->lock) */
+	struct syncmem_bucket *b;	/* the bucket of its word, once queued */
+	u64 seq;			/* arrival number in its bucket */
+	int state;	/* enum syncmem_waiter_state; leaves QUEUED under b->lock */
 	bool async;
+	bool observer;			/* read-only region fd: never handed off */
+};
+
+/* Charged usage of a user or an IPC namespace (limits.c). */
+struct syncmem_usage {
+	atomic_long_t regions;
+	atomic_long_t bytes;
+	atomic_long_t async_waits;
+	atomic_long_t on_close;
+	atomic_long_t handles;		/* namespaces only */
+	atomic_long_t waiters;		/* namespaces only */
+};
+
+/*
+ * A user as limits see it: a uid in a user namespace, charged together with
+ * the owner of that namespace one level up, and so on to the initial one
+ * (the kernel's ucounts do the same), so that the uids a user maps into its
+ * own namespaces cannot multiply its limits.
+ */
+struct syncmem_user {
+	struct rhash_head node;		/* in the users table (limits.c) */
+	struct user_namespace *user_ns;	/* holds a reference */
+	kuid_t uid;
+	refcount_t ref;
+	struct syncmem_user *parent;	/* holds a reference; NULL at the top */
+	struct syncmem_usage usage;
+	struct rcu_head rcu;
+};
+
+/*
+ * syncmem's state of one IPC namespace (names.c): its names and its usage.
+ * While "attached" it is found by the namespace and holds one reference on
+ * it; once the namespace is orphaned (no task and no nsfs file left) or
+ * nothing of it is left, it is detached: its names are dropped and its
+ * reference released. Objects charged to it keep it (not the namespace)
+ * alive until they go.
+ */
+struct syncmem_ns {
+	struct ipc_namespace *ipc;	/* referenced while attached */
+	unsigned int inum;		/* the namespace's inode number */
+	refcount_t ref;			/* one while attached, one per object */
+	bool attached;			/* under syncmem_ns_mutex */
+	struct syncmem_usage usage;
+	struct list_head node;		/* in syncmem_ns_list while attached */
+
+	/* Names, all under @mutex. */
+	struct mutex mutex;
+	unsigned long nr_names;
+	struct list_head regions;	/* named regions, oldest first */
+	u64 next_id;			/* REGION_LIST cursor of the next name */
+	struct rcu_head rcu;
 };
 
 /*
  * A region: zeroed pages mapped contiguously into the kernel (for the value
- * checks of waits) and faulted into user mappings.
+ * checks of waits) and faulted into user mappings; one inode of syncmem's
+ * own filesystem (fs.c) carries its identity, owner and mode.
  *
  * References: one from the name table while the region has a name, one from
- * every region file. A mapping pins its file, hence the region.
+ * every region file, one from every async wait and on-close action on it. A
+ * mapping pins its file, hence the region.
  */
 struct syncmem_region {
 	struct kref ref;
@@ -51,16 +112,26 @@ struct syncmem_region {
 	void *kaddr;
 	u64 size;
 	unsigned long nr_pages;
+	struct inode *inode;		/* holds a reference */
+	struct syncmem_user *user;	/* charged; holds a reference */
+	struct syncmem_ns *ns;		/* charged; holds a reference */
+	bool unlimited;			/* created with CAP_SYS_RESOURCE */
 
 	/* Wait queues by byte offset (wait.c). */
-	struct rhashtable queues;
+	struct syncmem_bucket *buckets;
+	unsigned int bucket_bits;	/* log2 of their number */
+	u64 bucket_seed;
 	atomic_t nr_waiters;
 	atomic_t nr_idle_queues;
 
-	/* The name and its owner; changed only under syncmem_names_mutex. */
-	struct syncmem_ns *ns;		/* NULL once unlinked (or anonymous) */
-	struct hlist_node hash_node;
+	atomic_long_t nr_files;
+	atomic_long_t nr_mappings;
+
+	/* The name; changed only under ns->mutex. */
+	bool named;
+	struct rhash_head hash_node;	/* in the names table */
 	struct list_head ns_node;
+	u64 id;				/* REGION_LIST cursor */
 	kuid_t uid;
 	kgid_t gid;
 	umode_t mode;
@@ -69,13 +140,18 @@ struct syncmem_region {
 };
 
 /*
- * An open of /dev/syncmem. Holds the async waits it queued (async.c).
+ * An open of /dev/syncmem. Holds the async waits it queued (async.c) and the
+ * on-close actions armed on it (on_close.c).
  * References: its file, and every async wait it owns.
  */
 struct syncmem_handle {
 	struct kref ref;
+	struct syncmem_user *user;	/* the opener: charged for waits, actions */
+	struct syncmem_ns *ns;		/* the opener's IPC namespace */
+	bool unlimited;			/* opened with CAP_SYS_RESOURCE */
+
 	spinlock_t lock;		/* pending*, cq, nr_outstanding, closed */
-	struct rhashtable pending;	/* queued async waits by user_data */
+	struct rb_root pending;		/* queued async waits by user_data */
 	struct list_head pending_list;	/* the same, oldest first */
 	struct list_head cq;		/* completed, unread */
 	unsigned int nr_outstanding;	/* pending + unread */
@@ -90,53 +166,74 @@ struct syncmem_handle {
 	spinlock_t on_close_lock;	/* on_close, nr_on_close */
 };
 
-/* Module parameters (main.c). */
+/* limits.c: module parameters and charging. */
 extern unsigned long syncmem_max_region_size;
-extern unsigned int syncmem_max_regions;
-extern unsigned long syncmem_max_total_bytes;
 extern unsigned int syncmem_max_async_waits;
+extern unsigned int syncmem_protected_names;
+unsigned long syncmem_max_regions_now(void);
+unsigned long syncmem_max_total_bytes_now(void);
+int syncmem_limits_init(void);
+void syncmem_limits_exit(void);
+struct syncmem_user *syncmem_user_get_current(void);
+struct syncmem_user *syncmem_user_find_current(void);
+void syncmem_user_put(struct syncmem_user *u);
+int syncmem_charge_region(struct syncmem_user *u, struct syncmem_ns *ns,
+			  u64 bytes, bool unlimited);
+void syncmem_uncharge_region(struct syncmem_user *u, struct syncmem_ns *ns,
+			     u64 bytes);
+int syncmem_charge_user(struct syncmem_user *u, size_t field, bool unlimited);
+void syncmem_uncharge_user(struct syncmem_user *u, size_t field);
+#define SYNCMEM_USAGE(f)	offsetof(struct syncmem_usage, f)
+
+/* fs.c: the filesystem behind region files. */
+int syncmem_fs_init(void);
+void syncmem_fs_exit(void);
+struct inode *syncmem_fs_inode(struct syncmem_region *r);
+struct file *syncmem_fs_file(struct syncmem_region *r, bool rdonly,
+			     const struct file_operations *fops);
+int syncmem_fs_permission(struct syncmem_region *r, bool rdonly);
 
 /* region.c */
-struct syncmem_region *syncmem_region_create(u64 size, u32 name_len);
+struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
+					     struct syncmem_ns *ns);
 void syncmem_region_put(struct syncmem_region *r);
 int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly);
-struct syncmem_region *syncmem_region_get_fd(int fd, bool writable);
-void syncmem_region_stats(u64 *regions, u64 *bytes);
+struct syncmem_region *syncmem_region_get_fd(int fd, bool writable,
+					     bool *rdonly);
+void syncmem_region_owner(struct syncmem_region *r, u32 *uid, u32 *gid);
 
 /* wait.c */
 int syncmem_wait_init(void);
 void syncmem_wait_exit(void);
-u64 syncmem_waiters_total(void);
 int syncmem_region_queues_init(struct syncmem_region *r);
 void syncmem_region_queues_destroy(struct syncmem_region *r);
 int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg);
 long syncmem_wait_enqueue(struct syncmem_region *r,
 			  const struct syncmem_wait *arg,
 			  struct syncmem_waiter *w,
-			  void (*queued)(struct syncmem_waiter *w));
+			  int (*admit)(struct syncmem_waiter *w));
 int syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 			 int state);
-void syncmem_waiter_release(struct syncmem_waiter *w);
 int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
 		       u64 value);
 long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 			    bool if_equal, u64 expected, u64 value);
-long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg);
+long syncmem_ioctl_wait(struct syncmem_region *r, bool observer,
+			void __user *uarg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
 
 /* async.c */
 int syncmem_async_init(void);
 void syncmem_async_exit(void);
-u64 syncmem_async_total(void);
 struct syncmem_handle *syncmem_handle_create(void);
 void syncmem_handle_close(struct syncmem_handle *h);
 long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_cancel(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_set_eventfd(struct syncmem_handle *h, void __user *uarg);
-ssize_t syncmem_handle_read(struct syncmem_handle *h, char __user *buf,
-			    size_t count, bool nonblock);
+ssize_t syncmem_handle_read(struct syncmem_handle *h, struct iov_iter *to,
+			    bool nonblock);
 __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 			     poll_table *pt);
 void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result);
@@ -148,11 +245,14 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_disarm(struct syncmem_handle *h, void __user *uarg);
 
 /* names.c */
+int syncmem_ns_init(void);
+void syncmem_ns_exit(void);
+struct syncmem_ns *syncmem_ns_get_current(void);
+void syncmem_ns_put(struct syncmem_ns *ns);
 struct syncmem_region *syncmem_names_open(const char *name, u32 name_len,
 					  u32 flags, u64 size, umode_t mode);
 int syncmem_names_unlink(const char *name, u32 name_len);
-u64 syncmem_names_count(void);
+long syncmem_ioctl_region_list(void __user *uarg);
 bool syncmem_region_is_named(struct syncmem_region *r);
-void syncmem_names_exit(void);
 
 #endif /* _SYNCMEM_CORE_H */

@@ -3,29 +3,39 @@
  * syncmem wait queues: Atomics-style wait/notify on region words, strict
  * FIFO, and the hand-off that fair locks are built on.
  *
- * Each region keeps an rhashtable of queues keyed by byte offset; a queue
- * exists only while it has waiters (or for the instant a waiter creates it),
- * so a notify costs a hash lookup plus the waiters it wakes, whatever other
- * addresses are busy. Each queue has its own spinlock: the value check and
- * the enqueue of WAIT, and the whole of NOTIFY and HANDOFF, run under it.
+ * Each region has a fixed array of buckets, sized from the region when it is
+ * created and charged to its creator's memory cgroup; a word's offset hashes
+ * to one bucket. A bucket's spinlock guards the queues hashed to it: one per
+ * word that has waiters (plus a few idle ones kept for reuse, up to
+ * SYNCMEM_IDLE_QUEUES per region). The value check and the enqueue of WAIT,
+ * and the decisions of NOTIFY and HANDOFF, run under that lock, which rules
+ * out lost wake-ups. A queue is allocated only by a waiter, before it takes
+ * the lock; NOTIFY and HANDOFF never allocate (no queue: nobody waits).
  *
- * Lifetime of a queue: one reference for being in the table (dropped when it
- * is removed, "dead"), one per waiter from enqueue until that waiter has
- * observed its outcome. Lookups run under RCU, so the memory is freed an RCU
- * grace period after the last reference. A queue that empties stays in the
- * table as "idle" (up to SYNCMEM_IDLE_QUEUES per region), so a word that is
- * waited on again and again costs no allocation; past that cap emptied
- * queues are removed.
+ * A queue keeps two lists in arrival order: waiters of writable region fds,
+ * and observers (waiters of read-only fds), who can never be handed
+ * anything: a read-only open confers no ownership. Every notify of the word
+ * wakes all observers besides its count of writable waiters, and so does a
+ * hand-off that stores because no writable waiter is queued.
  *
  * Claim: a waiter's state leaves SYNCMEM_W_QUEUED exactly once, under the
- * queue lock: to WOKEN or HANDED_OFF by a notify or hand-off, or to
- * CANCELLED by the waiter itself (deadline or signal). Whoever changes it
- * also unlinks it, so a notify can never count a waiter that is leaving, and
- * a waiter a notify has claimed reports woken even if its deadline or a
- * signal arrived in the same instant.
+ * bucket lock: to WOKEN or HANDED_OFF by a notify or hand-off, or to
+ * TIMED_OUT or CANCELLED by its own side (deadline, signal, cancel, close).
+ * Whoever changes it also unlinks it, so a notify can never count a waiter
+ * that is leaving, and a waiter a notify has claimed reports woken even if
+ * its deadline or a signal arrived in the same instant.
+ *
+ * Waking: a notify claims at most SYNCMEM_WAKE_BATCH waiters per hold of the
+ * lock, holding a reference on each sleeping task, and wakes them (and
+ * completes async waiters) after dropping it; then it takes the lock again
+ * for the next batch. So the lock is never held for more than a batch, and
+ * nothing that may sleep on PREEMPT_RT (waking, dropping a task) runs under
+ * it. Arrival numbers keep a notify to the waiters queued when it began.
  */
+#include <linux/hash.h>
 #include <linux/hrtimer.h>
-#include <linux/rhashtable.h>
+#include <linux/log2.h>
+#include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -36,35 +46,38 @@
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
 
+struct syncmem_bucket {
+	spinlock_t lock;		/* seq, queues and their waiters */
+	u64 seq;			/* arrivals so far */
+	struct hlist_head queues;
+};
+
+struct syncmem_queue {
+	struct hlist_node node;		/* in its bucket */
+	u64 offset;			/* the key */
+	struct list_head waiters;	/* writable fds' waiters, oldest first */
+	struct list_head observers;	/* read-only fds' waiters, oldest first */
+	bool idle;			/* empty but kept in the bucket */
+};
+
 /* A blocked WAIT; lives on the waiting task's stack. */
 struct syncmem_sync_waiter {
 	struct syncmem_waiter w;
 	struct task_struct *task;
 };
 
-struct syncmem_queue {
-	struct rhash_head hnode;
-	u64 offset;			/* the key */
-	spinlock_t lock;
-	struct list_head waiters;	/* oldest first */
-	bool dead;			/* removed from the table */
-	bool idle;			/* empty but kept in the table */
-	refcount_t ref;
-	struct rcu_head rcu;
-};
-
-static const struct rhashtable_params syncmem_queue_params = {
-	.key_len		= sizeof(u64),
-	.key_offset		= offsetof(struct syncmem_queue, offset),
-	.head_offset		= offsetof(struct syncmem_queue, hnode),
-	.automatic_shrinking	= true,
-};
-
 /* Empty queues a region keeps for reuse. */
 #define SYNCMEM_IDLE_QUEUES	64
 
+/* Buckets per page of region, and the bounds of a region's bucket count. */
+#define SYNCMEM_BUCKETS_PER_PAGE	4
+#define SYNCMEM_BUCKETS_MIN		16
+#define SYNCMEM_BUCKETS_MAX		16384
+
+/* Waiters claimed per hold of a bucket lock. */
+#define SYNCMEM_WAKE_BATCH	16
+
 static struct kmem_cache *syncmem_queue_cache;
-static atomic64_t syncmem_nr_waiters = ATOMIC64_INIT(0);
 
 int syncmem_wait_init(void)
 {
@@ -74,141 +87,91 @@ int syncmem_wait_init(void)
 
 void syncmem_wait_exit(void)
 {
-	rcu_barrier();	/* queued syncmem_queue_free_rcu() callbacks */
 	kmem_cache_destroy(syncmem_queue_cache);
-}
-
-u64 syncmem_waiters_total(void)
-{
-	return atomic64_read(&syncmem_nr_waiters);
 }
 
 int syncmem_region_queues_init(struct syncmem_region *r)
 {
+	unsigned long n = clamp_t(unsigned long,
+				  r->nr_pages * SYNCMEM_BUCKETS_PER_PAGE,
+				  SYNCMEM_BUCKETS_MIN, SYNCMEM_BUCKETS_MAX);
+	unsigned long i;
+
+	n = roundup_pow_of_two(n);
+	r->buckets = kvcalloc(n, sizeof(*r->buckets), GFP_KERNEL_ACCOUNT);
+	if (!r->buckets)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		spin_lock_init(&r->buckets[i].lock);
+		INIT_HLIST_HEAD(&r->buckets[i].queues);
+	}
+	r->bucket_bits = ilog2(n);
+	r->bucket_seed = get_random_u64();
 	atomic_set(&r->nr_waiters, 0);
 	atomic_set(&r->nr_idle_queues, 0);
-	return rhashtable_init(&r->queues, &syncmem_queue_params);
-}
-
-static void syncmem_queue_free_rcu(struct rcu_head *head)
-{
-	kmem_cache_free(syncmem_queue_cache,
-			container_of(head, struct syncmem_queue, rcu));
-}
-
-static void syncmem_queue_free_idle(void *ptr, void *arg)
-{
-	struct syncmem_queue *q = ptr;
-
-	WARN_ON_ONCE(!list_empty(&q->waiters));
-	kmem_cache_free(syncmem_queue_cache, q);
+	return 0;
 }
 
 /* Last reference of the region: no waiter is left, only idle queues. */
 void syncmem_region_queues_destroy(struct syncmem_region *r)
 {
-	rhashtable_free_and_destroy(&r->queues, syncmem_queue_free_idle, NULL);
-}
+	unsigned long i, n = 1UL << r->bucket_bits;
+	struct syncmem_queue *q;
+	struct hlist_node *tmp;
 
-static void syncmem_queue_put(struct syncmem_queue *q)
-{
-	if (refcount_dec_and_test(&q->ref))
-		call_rcu(&q->rcu, syncmem_queue_free_rcu);
-}
-
-/*
- * Unlock @q. If nobody waits on it any more, keep it idle for reuse while the
- * region has fewer than SYNCMEM_IDLE_QUEUES of those, else remove it.
- */
-static void syncmem_queue_unlock(struct syncmem_region *r,
-				 struct syncmem_queue *q)
-	__releases(&q->lock)
-{
-	if (list_empty(&q->waiters) && !q->idle) {
-		if (atomic_inc_return(&r->nr_idle_queues) <= SYNCMEM_IDLE_QUEUES) {
-			q->idle = true;
-			spin_unlock(&q->lock);
-			return;
-		}
-		atomic_dec(&r->nr_idle_queues);
-		q->dead = true;
-		rhashtable_remove_fast(&r->queues, &q->hnode,
-				       syncmem_queue_params);
-		spin_unlock(&q->lock);
-		syncmem_queue_put(q);	/* the table's reference */
+	if (!r->buckets)
 		return;
+	for (i = 0; i < n; i++) {
+		hlist_for_each_entry_safe(q, tmp, &r->buckets[i].queues, node) {
+			WARN_ON_ONCE(!list_empty(&q->waiters) ||
+				     !list_empty(&q->observers));
+			kmem_cache_free(syncmem_queue_cache, q);
+		}
 	}
-	spin_unlock(&q->lock);
+	kvfree(r->buckets);
 }
 
-static struct syncmem_queue *syncmem_queue_alloc(u64 offset)
+static struct syncmem_bucket *syncmem_bucket_of(struct syncmem_region *r,
+						u64 offset)
+{
+	return &r->buckets[hash_64(offset ^ r->bucket_seed, r->bucket_bits)];
+}
+
+static struct syncmem_queue *syncmem_queue_find(struct syncmem_bucket *b,
+						u64 offset)
 {
 	struct syncmem_queue *q;
 
-	q = kmem_cache_alloc(syncmem_queue_cache, GFP_KERNEL);
-	if (!q)
+	lockdep_assert_held(&b->lock);
+	hlist_for_each_entry(q, &b->queues, node)
+		if (q->offset == offset)
+			return q;
+	return NULL;
+}
+
+/*
+ * Under b->lock: @q may have emptied. Keep it idle while the region has
+ * fewer than SYNCMEM_IDLE_QUEUES of those, else unhash it and return it for
+ * the caller to free once the lock is dropped.
+ */
+static struct syncmem_queue *syncmem_queue_settle(struct syncmem_region *r,
+						  struct syncmem_queue *q)
+{
+	if (!q || q->idle || !list_empty(&q->waiters) || !list_empty(&q->observers))
 		return NULL;
-	q->offset = offset;
-	spin_lock_init(&q->lock);
-	INIT_LIST_HEAD(&q->waiters);
-	q->dead = false;
-	q->idle = false;
-	refcount_set(&q->ref, 1);
+	if (atomic_inc_return(&r->nr_idle_queues) <= SYNCMEM_IDLE_QUEUES) {
+		q->idle = true;
+		return NULL;
+	}
+	atomic_dec(&r->nr_idle_queues);
+	hlist_del(&q->node);
 	return q;
 }
 
-/* Runs with the queue's lock held; @q is NULL only when not creating. */
-typedef long (*syncmem_queue_fn)(struct syncmem_region *r,
-				 struct syncmem_queue *q, void *arg);
-
-/*
- * Call @fn on the live queue of @offset with its lock held, then unlock it
- * (dropping it if it ended up empty). Without a queue: create one if
- * @create, else call @fn with NULL. A new queue is locked before it is
- * published, so nobody sees it empty and unlocked. A queue found dead
- * (emptied and removed after our lookup) counts as none.
- */
-static long syncmem_queue_call(struct syncmem_region *r, u64 offset,
-			       bool create, syncmem_queue_fn fn, void *arg)
+static void syncmem_queue_free(struct syncmem_queue *q)
 {
-	struct syncmem_queue *q, *old;
-	long ret;
-
-	for (;;) {
-		rcu_read_lock();
-		q = rhashtable_lookup(&r->queues, &offset, syncmem_queue_params);
-		if (q) {
-			spin_lock(&q->lock);
-			rcu_read_unlock();
-			if (likely(!q->dead)) {
-				ret = fn(r, q, arg);
-				syncmem_queue_unlock(r, q);
-				return ret;
-			}
-			spin_unlock(&q->lock);
-		} else {
-			rcu_read_unlock();
-		}
-		if (!create)
-			return fn(r, NULL, arg);
-
-		q = syncmem_queue_alloc(offset);
-		if (!q)
-			return -ENOMEM;
-		spin_lock(&q->lock);
-		old = rhashtable_lookup_get_insert_fast(&r->queues, &q->hnode,
-							syncmem_queue_params);
-		if (!old) {
-			ret = fn(r, q, arg);
-			syncmem_queue_unlock(r, q);
-			return ret;
-		}
-		/* Lost a race with another creator, or no memory. */
-		spin_unlock(&q->lock);
+	if (q)
 		kmem_cache_free(syncmem_queue_cache, q);
-		if (IS_ERR(old))
-			return -ENOMEM;
-	}
 }
 
 static void syncmem_waiter_unlink(struct syncmem_region *r,
@@ -216,49 +179,133 @@ static void syncmem_waiter_unlink(struct syncmem_region *r,
 {
 	list_del(&w->node);
 	atomic_dec(&r->nr_waiters);
-	atomic64_dec(&syncmem_nr_waiters);
+	atomic_long_dec(&r->ns->usage.waiters);
 }
 
-/*
- * Called with w->q->lock held: claim @w for a notify or hand-off. A blocked
- * WAIT is woken at once; an async waiter goes on @done, to be completed once
- * the queue lock is dropped.
- */
-static void syncmem_waiter_wake(struct syncmem_region *r,
-				struct syncmem_waiter *w, int state,
-				struct list_head *done)
+/* What one hold of a bucket lock claimed, to be woken once it is dropped. */
+struct syncmem_wake {
+	struct task_struct *tasks[SYNCMEM_WAKE_BATCH];
+	unsigned int nr_tasks;
+	unsigned int nr;		/* claimed in this batch */
+	struct list_head async;		/* claimed async waiters */
+};
+
+/* Under b->lock: claim @w for a notify or hand-off (@state). */
+static void syncmem_wake_claim(struct syncmem_region *r, struct syncmem_waiter *w,
+			       int state, struct syncmem_wake *wk)
 {
 	struct task_struct *task;
 
 	syncmem_waiter_unlink(r, w);
+	wk->nr++;
 	if (w->async) {
 		w->state = state;
-		list_add_tail(&w->node, done);
+		list_add_tail(&w->node, &wk->async);
 		return;
 	}
 	task = container_of(w, struct syncmem_sync_waiter, w)->task;
 	get_task_struct(task);
+	wk->tasks[wk->nr_tasks++] = task;
 	/*
 	 * The last access to *w: once the sleeper sees the new state it
 	 * returns and its stack frame is gone. Release orders the unlink
-	 * before it.
+	 * before it; pairs with the acquire in syncmem_waiter_sleep().
 	 */
 	smp_store_release(&w->state, state);
-	wake_up_process(task);
-	put_task_struct(task);
 }
 
-/* Complete the async waiters a notify or hand-off claimed. */
-static void syncmem_complete_claimed(struct list_head *done)
+/* With the lock dropped: wake what a batch claimed. */
+static void syncmem_wake_flush(struct syncmem_wake *wk)
 {
 	struct syncmem_waiter *w, *tmp;
+	unsigned int i;
 
-	list_for_each_entry_safe(w, tmp, done, node) {
+	for (i = 0; i < wk->nr_tasks; i++) {
+		wake_up_process(wk->tasks[i]);
+		put_task_struct(wk->tasks[i]);
+	}
+	wk->nr_tasks = 0;
+	wk->nr = 0;
+	list_for_each_entry_safe(w, tmp, &wk->async, node) {
 		list_del(&w->node);
 		syncmem_async_complete_waiter(w, w->state == SYNCMEM_W_HANDED_OFF ?
 					      SYNCMEM_WAIT_HANDED_OFF :
 					      SYNCMEM_WAIT_WOKEN);
 	}
+}
+
+/*
+ * A wake-up of one word: up to @want writable waiters get @state, and every
+ * observer is woken if @observers. @decide, if set, runs once under the lock
+ * before anything is claimed (with the word's queue or NULL) and may change
+ * all three; its result is the call's result, else the number woken.
+ */
+struct syncmem_wake_op {
+	u64 offset;
+	u32 want;
+	int state;
+	bool observers;
+	long (*decide)(struct syncmem_region *r, struct syncmem_queue *q,
+		       struct syncmem_wake_op *op);
+	const void *arg;
+};
+
+/* Under b->lock: claim what this batch may of @q. True if it had to stop. */
+static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q,
+			       struct syncmem_wake_op *op, u64 limit,
+			       struct syncmem_wake *wk)
+{
+	struct syncmem_waiter *w, *tmp;
+
+	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
+		if (!op->want || w->seq > limit)
+			break;
+		if (wk->nr == SYNCMEM_WAKE_BATCH)
+			return true;
+		syncmem_wake_claim(r, w, op->state, wk);
+		op->want--;
+	}
+	if (!op->observers)
+		return false;
+	list_for_each_entry_safe(w, tmp, &q->observers, node) {
+		if (w->seq > limit)
+			break;
+		if (wk->nr == SYNCMEM_WAKE_BATCH)
+			return true;
+		syncmem_wake_claim(r, w, SYNCMEM_W_WOKEN, wk);
+	}
+	return false;
+}
+
+static long syncmem_wake_word(struct syncmem_region *r, struct syncmem_wake_op *op)
+{
+	struct syncmem_bucket *b = syncmem_bucket_of(r, op->offset);
+	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
+	struct syncmem_queue *q, *dead;
+	long woken = 0, ret = 0;
+	bool first = true, more;
+	u64 limit = 0;
+
+	do {
+		spin_lock(&b->lock);
+		q = syncmem_queue_find(b, op->offset);
+		if (first) {
+			/* Only waiters queued before this call count. */
+			limit = b->seq;
+			if (op->decide)
+				ret = op->decide(r, q, op);
+			first = false;
+		}
+		more = q && syncmem_wake_batch(r, q, op, limit, &wk);
+		dead = syncmem_queue_settle(r, q);
+		spin_unlock(&b->lock);
+		woken += wk.nr;
+		syncmem_wake_flush(&wk);
+		syncmem_queue_free(dead);
+		if (more)
+			cond_resched();
+	} while (more && woken < INT_MAX);
+	return op->decide ? ret : woken;
 }
 
 static u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size)
@@ -279,23 +326,33 @@ static void syncmem_word_write(struct syncmem_region *r, u64 offset, u32 size,
 		WRITE_ONCE(*(u64 *)p, value);
 }
 
-/* Add @value to the word atomically: user space may CAS it meanwhile. */
+/*
+ * Add @value to the word with one atomic instruction: user space may change
+ * the word meanwhile, and a loop could be kept spinning by whoever does.
+ */
 static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
 			     u64 value)
 {
 	void *p = r->kaddr + offset;
 
+	if (size == 4)
+		atomic_add((int)(u32)value, (atomic_t *)p);
+	else
+		atomic64_add((s64)value, (atomic64_t *)p);
+}
+
+/* Store @value if the word holds @expected, atomically; true if stored. */
+static bool syncmem_word_cmpxchg(struct syncmem_region *r, u64 offset,
+				 u32 size, u64 expected, u64 value)
+{
+	void *p = r->kaddr + offset;
+
 	if (size == 4) {
-		u32 old = READ_ONCE(*(u32 *)p);
+		u32 old = expected;
 
-		while (!try_cmpxchg((u32 *)p, &old, old + (u32)value))
-			;
-	} else {
-		u64 old = READ_ONCE(*(u64 *)p);
-
-		while (!try_cmpxchg((u64 *)p, &old, old + value))
-			;
+		return try_cmpxchg((u32 *)p, &old, (u32)value);
 	}
+	return try_cmpxchg((u64 *)p, &expected, value);
 }
 
 /*
@@ -319,7 +376,7 @@ int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
 /**
  * syncmem_waiter_claim - take a queued waiter out of its queue
  * @r:		The region of the waiter's word.
- * @w:		A waiter that was queued (it holds a reference on its queue).
+ * @w:		A waiter that was queued.
  * @state:	The final state to give it (TIMED_OUT or CANCELLED).
  *
  * Returns @state if @w was still queued (it is now out of the queue and
@@ -329,25 +386,20 @@ int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
 int syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 			 int state)
 {
-	struct syncmem_queue *q = w->q;
+	struct syncmem_bucket *b = w->b;
+	struct syncmem_queue *dead = NULL;
 
-	spin_lock(&q->lock);
+	spin_lock(&b->lock);
 	if (w->state == SYNCMEM_W_QUEUED) {
 		syncmem_waiter_unlink(r, w);
 		w->state = state;
-		syncmem_queue_unlock(r, q);
-		return state;
+		dead = syncmem_queue_settle(r, w->q);
+	} else {
+		state = w->state;
 	}
-	state = w->state;
-	spin_unlock(&q->lock);
+	spin_unlock(&b->lock);
+	syncmem_queue_free(dead);
 	return state;
-}
-
-/* The waiter is done with its queue: drop the reference it took. */
-void syncmem_waiter_release(struct syncmem_waiter *w)
-{
-	if (w->q)
-		syncmem_queue_put(w->q);
 }
 
 /* Sleep until claimed, the deadline passes or a signal arrives. */
@@ -370,7 +422,7 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
-		/* Pairs with smp_store_release() in syncmem_waiter_wake(). */
+		/* Pairs with smp_store_release() in syncmem_wake_claim(). */
 		state = smp_load_acquire(&w->state);
 		if (state != SYNCMEM_W_QUEUED)
 			break;
@@ -391,7 +443,6 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 
 	if (state == SYNCMEM_W_QUEUED)
 		state = syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED);
-	syncmem_waiter_release(w);
 
 	switch (state) {
 	case SYNCMEM_W_WOKEN:
@@ -408,70 +459,95 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 	}
 }
 
-struct syncmem_wait_ctx {
-	const struct syncmem_wait *arg;
-	struct syncmem_waiter *w;
-	void (*queued)(struct syncmem_waiter *w);
-};
-
-static long syncmem_wait_locked(struct syncmem_region *r,
-				struct syncmem_queue *q, void *data)
+/* Under b->lock: link @w into @q as the bucket's newest arrival. */
+static void syncmem_waiter_link(struct syncmem_region *r, struct syncmem_bucket *b,
+				struct syncmem_queue *q, struct syncmem_waiter *w)
 {
-	struct syncmem_wait_ctx *ctx = data;
-	const struct syncmem_wait *arg = ctx->arg;
-	struct syncmem_waiter *w = ctx->w;
-
-	/*
-	 * Full barrier between publishing the queue (and taking its lock)
-	 * and reading the word; pairs with the smp_mb() in notify and
-	 * hand-off between the caller's store to the word and the lookup.
-	 * Either the notifier finds this queue, or we see its store.
-	 */
-	smp_mb__after_spinlock();
-	if (syncmem_word_read(r, arg->offset, arg->size) != arg->expected)
-		return SYNCMEM_WAIT_NOT_EQUAL;
-	if (arg->deadline_ns != SYNCMEM_NO_DEADLINE &&
-	    arg->deadline_ns <= ktime_get_ns())
-		return SYNCMEM_WAIT_TIMED_OUT;
 	w->state = SYNCMEM_W_QUEUED;
 	w->q = q;
+	w->b = b;
+	w->seq = ++b->seq;
 	if (q->idle) {
 		q->idle = false;
 		atomic_dec(&r->nr_idle_queues);
 	}
-	refcount_inc(&q->ref);
-	list_add_tail(&w->node, &q->waiters);
+	list_add_tail(&w->node, w->observer ? &q->observers : &q->waiters);
 	atomic_inc(&r->nr_waiters);
-	atomic64_inc(&syncmem_nr_waiters);
-	if (ctx->queued)
-		ctx->queued(w);
-	return SYNCMEM_WAIT_QUEUED;
+	atomic_long_inc(&r->ns->usage.waiters);
 }
 
 /**
  * syncmem_wait_enqueue - compare the word and queue @w, atomically
  * @r:		The region (a reference is held by the caller).
  * @arg:	The wait, validated.
- * @w:		The waiter, its @async set.
- * @queued:	Called under the queue lock once @w is queued (may be NULL).
+ * @w:		The waiter, its @async and @observer set.
+ * @admit:	Called under the bucket lock once @w is queued (may be NULL);
+ *		a non-zero result takes @w out again and is returned.
  *
  * Returns SYNCMEM_WAIT_NOT_EQUAL, SYNCMEM_WAIT_TIMED_OUT (deadline already
- * passed), SYNCMEM_WAIT_QUEUED, or -ENOMEM.
+ * passed), SYNCMEM_WAIT_QUEUED, -ENOMEM, or the error of @admit.
  */
 long syncmem_wait_enqueue(struct syncmem_region *r,
 			  const struct syncmem_wait *arg,
 			  struct syncmem_waiter *w,
-			  void (*queued)(struct syncmem_waiter *w))
+			  int (*admit)(struct syncmem_waiter *w))
 {
-	struct syncmem_wait_ctx ctx = { .arg = arg, .w = w, .queued = queued };
+	struct syncmem_bucket *b = syncmem_bucket_of(r, arg->offset);
+	struct syncmem_queue *q, *spare = NULL, *dead = NULL;
+	long ret;
 
-	w->q = NULL;
-	return syncmem_queue_call(r, arg->offset, true, syncmem_wait_locked, &ctx);
+	for (;;) {
+		spin_lock(&b->lock);
+		/* Pairs with the store a notifier makes before taking the lock. */
+		if (syncmem_word_read(r, arg->offset, arg->size) != arg->expected) {
+			ret = SYNCMEM_WAIT_NOT_EQUAL;
+			goto unlock;
+		}
+		if (arg->deadline_ns != SYNCMEM_NO_DEADLINE &&
+		    arg->deadline_ns <= ktime_get_ns()) {
+			ret = SYNCMEM_WAIT_TIMED_OUT;
+			goto unlock;
+		}
+		q = syncmem_queue_find(b, arg->offset);
+		if (q || spare)
+			break;
+		spin_unlock(&b->lock);
+		/* The first waiter of the word brings its queue. */
+		spare = kmem_cache_alloc(syncmem_queue_cache, GFP_KERNEL);
+		if (!spare)
+			return -ENOMEM;
+		spare->offset = arg->offset;
+		INIT_LIST_HEAD(&spare->waiters);
+		INIT_LIST_HEAD(&spare->observers);
+		spare->idle = false;
+	}
+	if (!q) {
+		q = spare;
+		spare = NULL;
+		hlist_add_head(&q->node, &b->queues);
+	}
+	syncmem_waiter_link(r, b, q, w);
+	ret = admit ? admit(w) : 0;
+	if (ret) {
+		syncmem_waiter_unlink(r, w);
+		dead = syncmem_queue_settle(r, q);
+	} else {
+		ret = SYNCMEM_WAIT_QUEUED;
+	}
+unlock:
+	spin_unlock(&b->lock);
+	syncmem_queue_free(dead);
+	syncmem_queue_free(spare);
+	return ret;
 }
 
-static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *arg)
+static long syncmem_wait(struct syncmem_region *r, bool observer,
+			 const struct syncmem_wait *arg)
 {
-	struct syncmem_sync_waiter sw = { .task = current };
+	struct syncmem_sync_waiter sw = {
+		.w.observer = observer,
+		.task = current,
+	};
 	long ret;
 
 	ret = syncmem_wait_enqueue(r, arg, &sw.w, NULL);
@@ -480,54 +556,18 @@ static long syncmem_wait(struct syncmem_region *r, const struct syncmem_wait *ar
 	return syncmem_waiter_sleep(r, &sw.w, arg->deadline_ns);
 }
 
-struct syncmem_notify_ctx {
-	u32 count;
-	struct list_head done;	/* claimed async waiters */
-};
-
-static long syncmem_notify_locked(struct syncmem_region *r,
-				  struct syncmem_queue *q, void *data)
-{
-	struct syncmem_notify_ctx *ctx = data;
-	struct syncmem_waiter *w, *tmp;
-	long woken = 0;
-
-	if (!q)
-		return 0;
-	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
-		syncmem_waiter_wake(r, w, SYNCMEM_W_WOKEN, &ctx->done);
-		if (++woken == ctx->count || woken == INT_MAX)
-			break;
-	}
-	return woken;
-}
-
 static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
 {
-	struct syncmem_notify_ctx ctx = { .count = count };
-	long woken;
+	struct syncmem_wake_op op = {
+		.offset = offset,
+		.want = count,
+		.state = SYNCMEM_W_WOKEN,
+		.observers = true,
+	};
 
 	if (!count)
 		return 0;
-	INIT_LIST_HEAD(&ctx.done);
-	smp_mb();	/* see syncmem_wait_locked() */
-	woken = syncmem_queue_call(r, offset, false, syncmem_notify_locked, &ctx);
-	syncmem_complete_claimed(&ctx.done);
-	return woken;
-}
-
-/* Store @value if the word holds @expected, atomically; true if stored. */
-static bool syncmem_word_cmpxchg(struct syncmem_region *r, u64 offset,
-				 u32 size, u64 expected, u64 value)
-{
-	void *p = r->kaddr + offset;
-
-	if (size == 4) {
-		u32 old = expected;
-
-		return try_cmpxchg((u32 *)p, &old, (u32)value);
-	}
-	return try_cmpxchg((u64 *)p, &expected, value);
+	return syncmem_wake_word(r, &op);
 }
 
 /**
@@ -555,43 +595,39 @@ long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 	return syncmem_notify(r, offset, U32_MAX);
 }
 
-struct syncmem_handoff_ctx {
-	const struct syncmem_handoff *arg;
-	struct list_head done;
-};
-
-static long syncmem_handoff_locked(struct syncmem_region *r,
-				   struct syncmem_queue *q, void *data)
+/*
+ * Under the lock, before anything is claimed: hand the word to the oldest
+ * writable waiter, or else store (or add) the value and wake the observers.
+ */
+static long syncmem_handoff_decide(struct syncmem_region *r,
+				   struct syncmem_queue *q,
+				   struct syncmem_wake_op *op)
 {
-	struct syncmem_handoff_ctx *ctx = data;
-	const struct syncmem_handoff *arg = ctx->arg;
+	const struct syncmem_handoff *arg = op->arg;
 
-	if (list_empty(&q->waiters)) {
-		if (arg->flags & SYNCMEM_HANDOFF_ADD)
-			syncmem_word_add(r, arg->offset, arg->size, arg->value);
-		else
-			syncmem_word_write(r, arg->offset, arg->size, arg->value);
-		return SYNCMEM_HANDOFF_STORED;
+	if (q && !list_empty(&q->waiters)) {
+		op->want = 1;
+		return SYNCMEM_HANDOFF_WOKE;
 	}
-	syncmem_waiter_wake(r, list_first_entry(&q->waiters,
-						struct syncmem_waiter, node),
-			    SYNCMEM_W_HANDED_OFF, &ctx->done);
-	return SYNCMEM_HANDOFF_WOKE;
+	if (arg->flags & SYNCMEM_HANDOFF_ADD)
+		syncmem_word_add(r, arg->offset, arg->size, arg->value);
+	else
+		syncmem_word_write(r, arg->offset, arg->size, arg->value);
+	op->observers = true;
+	return SYNCMEM_HANDOFF_STORED;
 }
 
 static long syncmem_handoff(struct syncmem_region *r,
 			    const struct syncmem_handoff *arg)
 {
-	struct syncmem_handoff_ctx ctx = { .arg = arg };
-	long ret;
+	struct syncmem_wake_op op = {
+		.offset = arg->offset,
+		.state = SYNCMEM_W_HANDED_OFF,
+		.decide = syncmem_handoff_decide,
+		.arg = arg,
+	};
 
-	INIT_LIST_HEAD(&ctx.done);
-	smp_mb();	/* see syncmem_wait_locked() */
-	/* Created if absent: a concurrent waiter must see the store or us. */
-	ret = syncmem_queue_call(r, arg->offset, true, syncmem_handoff_locked,
-				 &ctx);
-	syncmem_complete_claimed(&ctx.done);
-	return ret;
+	return syncmem_wake_word(r, &op);
 }
 
 /* Validate a word of @r for a wait (also used by async waits). */
@@ -602,7 +638,8 @@ int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg)
 	return syncmem_word_check(r, arg->offset, arg->size, arg->expected);
 }
 
-long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg)
+long syncmem_ioctl_wait(struct syncmem_region *r, bool observer,
+			void __user *uarg)
 {
 	struct syncmem_wait arg;
 	int err;
@@ -612,7 +649,7 @@ long syncmem_ioctl_wait(struct syncmem_region *r, void __user *uarg)
 	err = syncmem_wait_check(r, &arg);
 	if (err)
 		return err;
-	return syncmem_wait(r, &arg);
+	return syncmem_wait(r, observer, &arg);
 }
 
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg)

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The filesystem behind region files: an internal (never mounted by users)
+ * pseudo filesystem in which every region has an inode of its own, as
+ * memfd, secretmem and dma-buf objects do. The inode gives the region its
+ * identity (its own st_ino and i_mmap tree, not the single inode the kernel
+ * shares among anonymous files), carries its owner and mode for
+ * inode_permission() (so the LSMs see every open of a name), and is labelled
+ * by the LSMs when it is made.
+ *
+ * The mount is noexec: a region is never executable, and a process with the
+ * READ_IMPLIES_EXEC personality still maps it (the kernel adds PROT_EXEC to
+ * its PROT_READ mappings only on executable mounts).
+ */
+#include <linux/fs.h>
+#include <linux/fs_context.h>
+#include <linux/module.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
+
+#include "syncmem_compat.h"
+#include "syncmem_core.h"
+
+#define SYNCMEM_FS_MAGIC	0x53594e43	/* "SYNC" */
+
+static struct vfsmount *syncmem_mnt;
+
+/* "syncmem:NAME" in /proc/PID/maps and fd links. */
+static char *syncmem_dname(struct dentry *dentry, char *buffer, int buflen)
+{
+	static const char prefix[] = "syncmem:";
+	size_t len = dentry->d_name.len;
+	char *p;
+
+	if (sizeof(prefix) + len > (size_t)buflen)
+		return ERR_PTR(-ENAMETOOLONG);
+	p = buffer + buflen - (sizeof(prefix) + len);
+	memcpy(p, prefix, sizeof(prefix) - 1);
+	memcpy(p + sizeof(prefix) - 1, dentry->d_name.name, len);
+	p[sizeof(prefix) - 1 + len] = '\0';
+	return p;
+}
+
+static const struct dentry_operations syncmem_dops = {
+	.d_dname = syncmem_dname,
+};
+
+static int syncmem_init_fs_context(struct fs_context *fc)
+{
+	struct pseudo_fs_context *ctx = init_pseudo(fc, SYNCMEM_FS_MAGIC);
+
+	if (!ctx)
+		return -ENOMEM;
+	ctx->dops = &syncmem_dops;
+	fc->s_iflags |= SB_I_NOEXEC | SB_I_NODEV;
+	return 0;
+}
+
+static struct file_system_type syncmem_fs_type = {
+	.name		 = "syncmem",
+	.init_fs_context = syncmem_init_fs_context,
+	.kill_sb	 = kill_anon_super,
+};
+
+int syncmem_fs_init(void)
+{
+	syncmem_mnt = kern_mount(&syncmem_fs_type);
+	if (IS_ERR(syncmem_mnt))
+		return PTR_ERR(syncmem_mnt);
+	syncmem_mnt->mnt_flags |= MNT_NOEXEC;
+	return 0;
+}
+
+void syncmem_fs_exit(void)
+{
+	kern_unmount(syncmem_mnt);
+}
+
+/* Owner and mode change only through syncmem; size never. */
+static int syncmem_inode_setattr(struct syncmem_idmap *idmap,
+				 struct dentry *dentry, struct iattr *attr)
+{
+	return -EPERM;
+}
+
+static const struct inode_operations syncmem_inode_ops = {
+	.setattr	= syncmem_inode_setattr,
+};
+
+/* The inode of a new region: owner and group of the caller, mode 0600. */
+struct inode *syncmem_fs_inode(struct syncmem_region *r)
+{
+	struct inode *inode = syncmem_secure_inode(syncmem_mnt->mnt_sb,
+						   "[syncmem-region]");
+
+	if (IS_ERR(inode))
+		return inode;
+	inode->i_op = &syncmem_inode_ops;
+	inode->i_mode = 0600;
+	inode->i_size = r->size;
+	inode->i_private = r;
+	return inode;
+}
+
+/**
+ * syncmem_fs_file - a new file of @r's inode
+ * @r:		The region; the caller gives the file its reference.
+ * @rdonly:	Open it read-only.
+ * @fops:	The region file operations.
+ *
+ * Returns the file (O_RDWR or O_RDONLY, O_CLOEXEC is the fd's business) or
+ * an ERR_PTR.
+ */
+struct file *syncmem_fs_file(struct syncmem_region *r, bool rdonly,
+			     const struct file_operations *fops)
+{
+	char buf[SYNCMEM_NAME_MAX + 1] = "[anonymous]";
+	struct file *file;
+
+	/* The dentry's name: the region's name (set once, never changed). */
+	if (r->name_len) {
+		memcpy(buf, r->name, r->name_len);
+		buf[r->name_len] = '\0';
+	}
+	/* alloc_file_pseudo() takes neither the module nor the inode. */
+	if (!try_module_get(fops->owner))
+		return ERR_PTR(-ENOENT);
+	ihold(r->inode);
+	file = alloc_file_pseudo(r->inode, syncmem_mnt, buf,
+				 rdonly ? O_RDONLY : O_RDWR, fops);
+	if (IS_ERR(file)) {
+		iput(r->inode);
+		module_put(fops->owner);
+		return file;
+	}
+	file->private_data = r;
+	return file;
+}
+
+/* May the caller open @r read-only, or read-write? 0 or -EACCES. */
+int syncmem_fs_permission(struct syncmem_region *r, bool rdonly)
+{
+	return syncmem_inode_permission(r->inode,
+					MAY_READ | (rdonly ? 0 : MAY_WRITE));
+}
