@@ -25,10 +25,12 @@
  * context.
  *
  * Deadlines: an hrtimer armed under the bucket lock once the waiter is
- * queued. Its callback takes no lock: it queues the waiter's own work item,
- * which claims the waiter under the bucket lock and completes it with
- * SYNCMEM_WAIT_TIMED_OUT, so expiries run in parallel, never behind one
- * another.
+ * queued. Its callback moves the waiter onto its handle's expired list and
+ * queues the handle's expiry work, which claims each waiter under its bucket
+ * lock and completes it with SYNCMEM_WAIT_TIMED_OUT, yielding the CPU
+ * between waiters. Each handle has its own work item on an unbound
+ * workqueue, so a flood of expiries on one handle runs beside, not in front
+ * of, the expiries of others.
  */
 #include <linux/eventfd.h>
 #include <linux/file.h>
@@ -62,7 +64,7 @@ struct syncmem_async_timed {
 	struct syncmem_async a;
 	ktime_t deadline;
 	struct hrtimer timer;
-	struct work_struct expire;
+	struct list_head expire_node;	/* in h->expired once fired */
 };
 
 static struct kmem_cache *syncmem_async_cache;
@@ -224,25 +226,50 @@ void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result)
 	syncmem_async_complete(container_of(w, struct syncmem_async, w), result);
 }
 
-static void syncmem_async_expire(struct work_struct *work)
+/* The handle's expiry work: time out what its timers put on its list. */
+static void syncmem_handle_expire(struct work_struct *work)
 {
-	struct syncmem_async_timed *t =
-		container_of(work, struct syncmem_async_timed, expire);
-	struct syncmem_async *a = &t->a;
+	struct syncmem_handle *h = container_of(work, struct syncmem_handle,
+						expire_work);
+	struct syncmem_async_timed *t;
 
-	if (syncmem_waiter_claim(a->region, &a->w, SYNCMEM_W_TIMED_OUT) ==
-	    SYNCMEM_W_TIMED_OUT)
-		syncmem_async_complete(a, SYNCMEM_WAIT_TIMED_OUT);
-	syncmem_async_put(a);	/* the timer's */
+	for (;;) {
+		spin_lock_irq(&h->expire_lock);
+		t = list_first_entry_or_null(&h->expired,
+					     struct syncmem_async_timed, expire_node);
+		if (t)
+			list_del(&t->expire_node);
+		spin_unlock_irq(&h->expire_lock);
+		if (!t)
+			break;
+		if (syncmem_waiter_claim(t->a.region, &t->a.w, SYNCMEM_W_TIMED_OUT) ==
+		    SYNCMEM_W_TIMED_OUT)
+			syncmem_async_complete(&t->a, SYNCMEM_WAIT_TIMED_OUT);
+		syncmem_async_put(&t->a);	/* the timer's */
+		cond_resched();
+	}
+	syncmem_handle_put(h);	/* taken by the timer that queued us */
 }
 
 static enum hrtimer_restart syncmem_async_timer_fn(struct hrtimer *timer)
 {
 	struct syncmem_async_timed *t =
 		container_of(timer, struct syncmem_async_timed, timer);
+	struct syncmem_handle *h = t->a.h;
+	unsigned long flags;
 
-	/* The timer's reference moves to the work item. */
-	queue_work(syncmem_async_wq, &t->expire);
+	/*
+	 * The timer's reference on the waiter moves to the list. A queued
+	 * work item holds a handle reference; ours is never the last (the
+	 * waiter holds one, and if the work that drains it runs first, the
+	 * pending one we then fail to queue holds another).
+	 */
+	kref_get(&h->ref);
+	spin_lock_irqsave(&h->expire_lock, flags);
+	list_add_tail(&t->expire_node, &h->expired);
+	spin_unlock_irqrestore(&h->expire_lock, flags);
+	if (!queue_work(syncmem_async_wq, &h->expire_work))
+		syncmem_handle_put(h);
 	return HRTIMER_NORESTART;
 }
 
@@ -280,7 +307,6 @@ static struct syncmem_async *syncmem_async_alloc(u64 deadline)
 		return NULL;
 	syncmem_hrtimer_setup(&t->timer, syncmem_async_timer_fn,
 			      CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
-	INIT_WORK(&t->expire, syncmem_async_expire);
 	t->deadline = ns_to_ktime(min_t(u64, deadline, KTIME_MAX));
 	t->a.timed = true;
 	return &t->a;
@@ -632,6 +658,9 @@ struct syncmem_handle *syncmem_handle_create(void)
 	INIT_LIST_HEAD(&h->pending_list);
 	INIT_LIST_HEAD(&h->cq);
 	init_waitqueue_head(&h->wq);
+	spin_lock_init(&h->expire_lock);
+	INIT_LIST_HEAD(&h->expired);
+	INIT_WORK(&h->expire_work, syncmem_handle_expire);
 	syncmem_on_close_init(h);
 	return h;
 }
@@ -682,9 +711,9 @@ int syncmem_async_init(void)
 void syncmem_async_exit(void)
 {
 	/*
-	 * No handle is left, but a timer that fired just before its wait was
-	 * claimed may still be on its way to its work item: wait for every
-	 * wait to be freed, then for the work items to return.
+	 * No handle file is left, but a timer that fired just before its wait
+	 * was claimed may still be on its way to its handle's work item: wait
+	 * for every wait to be freed, then for the work items to return.
 	 */
 	wait_var_event(&syncmem_nr_async, !atomic64_read(&syncmem_nr_async));
 	if (syncmem_async_wq)

@@ -17,6 +17,7 @@
 #include <linux/uidgid.h>
 #include <linux/uio.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <uapi/linux/syncmem.h>
 
 struct ipc_namespace;
@@ -157,7 +158,13 @@ struct syncmem_handle {
 	unsigned int nr_outstanding;	/* pending + unread */
 	bool closed;
 	wait_queue_head_t wq;		/* readers and pollers */
-	struct mutex eventfd_mutex;
+
+	/* Timed waits whose timers fired, for expire_work (async.c). */
+	spinlock_t expire_lock;		/* expired; taken from timers */
+	struct list_head expired;
+	struct work_struct expire_work;
+
+	struct mutex eventfd_mutex;	/* eventfd: replaced while signalled */
 	struct eventfd_ctx *eventfd;	/* under eventfd_mutex */
 
 	/* Actions run when the handle is released (on_close.c). */
