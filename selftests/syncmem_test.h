@@ -136,6 +136,39 @@ static inline int64_t now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* One WAIT_ASYNC of a 4-byte word: its result or -errno. */
+static inline int raw_wait_async(int dev, int rfd, uint64_t off, uint32_t expected,
+				 uint64_t deadline, uint64_t user_data)
+{
+	struct syncmem_wait_async w = {
+		.region_fd = rfd,
+		.size = 4,
+		.offset = off,
+		.expected = expected,
+		.deadline_ns = deadline,
+		.user_data = user_data,
+	};
+
+	return raw_ioctl(dev, SYNCMEM_IOC_WAIT_ASYNC, &w);
+}
+
+/*
+ * Nanoseconds one queued WAIT_ASYNC takes on this kernel and machine,
+ * measured on words of @rfd (at least 8000 bytes) from a throwaway handle:
+ * tests that queue many waits with one deadline size it from this.
+ */
+static inline int64_t wait_async_cost(int rfd)
+{
+	int dev = dev_open();
+	int64_t t0 = now_ns();
+
+	for (int i = 0; i < 2000; i++)
+		raw_wait_async(dev, rfd, 4 * i, 0, ~0ULL, i + 1);
+	t0 = (now_ns() - t0) / 2000;
+	close(dev);
+	return t0;
+}
+
 /* Waiters queued on words of the region behind @fd right now. */
 static inline uint64_t fd_waiters(int fd)
 {

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What an unprivileged caller and a read-only opener must not be able to do:
+ * oops the kernel by racing cancel with waits, receive ownership through a
+ * read-only fd, make HANDOFF fail for memory, hold a queue lock for a whole
+ * notify-all, delay other handles' timeouts with a flood of its own; and
+ * the small ABI points (POST and pending user_data, anonymous flags,
+ * io_uring reading the handle without a worker thread).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "syncmem_test.h"
+
+#define PG 4096
+
+static int anon_region(int dev, size_t size)
+{
+	return raw_region_open(dev, NULL, 0, size, 0, NULL);
+}
+
+static int cancel_all(int dev)
+{
+	struct syncmem_cancel c = { .flags = SYNCMEM_CANCEL_ALL };
+
+	return raw_ioctl(dev, SYNCMEM_IOC_CANCEL, &c);
+}
+
+static int notify(int rfd, uint64_t off, uint32_t count)
+{
+	struct syncmem_notify n = { .offset = off, .count = count };
+
+	return raw_ioctl(rfd, SYNCMEM_IOC_NOTIFY, &n);
+}
+
+static int handoff(int rfd, uint64_t off, uint32_t value)
+{
+	struct syncmem_handoff h = { .offset = off, .value = value, .size = 4 };
+
+	return raw_ioctl(rfd, SYNCMEM_IOC_HANDOFF, &h);
+}
+
+static int wait_sync(int rfd, uint64_t off, uint32_t expected, int64_t timeout_ns)
+{
+	struct syncmem_wait w = {
+		.offset = off,
+		.expected = expected,
+		.size = 4,
+		.deadline_ns = timeout_ns < 0 ? SYNCMEM_NO_DEADLINE :
+			       (uint64_t)(now_ns() + timeout_ns),
+	};
+
+	return raw_ioctl(rfd, SYNCMEM_IOC_WAIT, &w);
+}
+
+/* ---- 1: cancel racing waits on the same handle --------------------------- */
+
+struct race {
+	int dev, rfd;
+	long iterations;
+	_Atomic int done;
+	long bad;		/* unexpected results */
+	long queued, cancelled, woken;
+};
+
+static void *race_not_equal_waits(void *arg)
+{
+	struct race *r = arg;
+
+	for (long i = 0; i < r->iterations; i++)
+		if (raw_wait_async(r->dev, r->rfd, 0, 1, SYNCMEM_NO_DEADLINE, i + 1) !=
+		    SYNCMEM_WAIT_NOT_EQUAL)
+			r->bad++;
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+TEST(cancel_all_racing_not_equal_waits_as_nobody)
+{
+	struct race r = { .iterations = 100000 };
+	pthread_t t;
+	long cancels = 0;
+
+	ASSERT_EQ(0, become_nobody());
+	r.dev = dev_open();
+	ASSERT_LE(0, r.dev);
+	r.rfd = anon_region(r.dev, PG);
+	ASSERT_LE(0, r.rfd);
+	ASSERT_EQ(0, pthread_create(&t, NULL, race_not_equal_waits, &r));
+	while (!atomic_load(&r.done)) {
+		/* Nothing is ever queued: nothing is ever cancelled. */
+		EXPECT_EQ(0, cancel_all(r.dev));
+		cancels++;
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, r.bad);
+	EXPECT_LT(0, cancels);
+	EXPECT_EQ(0, get_stats(r.dev).async_waits);
+}
+
+static void *race_queued_waits(void *arg)
+{
+	struct race *r = arg;
+
+	for (long i = 0; i < r->iterations; i++) {
+		int ret = raw_wait_async(r->dev, r->rfd, 4 * (i % 8), 0,
+				     SYNCMEM_NO_DEADLINE, i + 1);
+
+		if (ret == SYNCMEM_WAIT_QUEUED)
+			r->queued++;
+		else
+			r->bad++;
+	}
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+static void *race_notifier(void *arg)
+{
+	struct race *r = arg;
+
+	for (unsigned int i = 0; !atomic_load(&r->done); i++) {
+		int n = notify(r->rfd, 4 * (i % 8), i % 3);
+
+		if (n < 0)
+			r->bad++;
+	}
+	return NULL;
+}
+
+/* Every queued wait completes exactly once, whoever claims it. */
+TEST(cancel_notify_and_waits_race_and_every_wait_completes_once)
+{
+	struct race r = { .iterations = 20000 };
+	struct syncmem_completion recs[64];
+	pthread_t t1, t2;
+	uint8_t *seen;
+	long records = 0;
+
+	ASSERT_EQ(0, become_nobody());
+	r.dev = dev_open();
+	ASSERT_LE(0, r.dev);
+	r.rfd = anon_region(r.dev, PG);
+	ASSERT_LE(0, r.rfd);
+	seen = calloc(r.iterations + 1, 1);
+	ASSERT_NE(NULL, seen);
+	ASSERT_EQ(0, pthread_create(&t1, NULL, race_queued_waits, &r));
+	ASSERT_EQ(0, pthread_create(&t2, NULL, race_notifier, &r));
+	while (!atomic_load(&r.done))
+		ASSERT_LE(0, cancel_all(r.dev));
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	ASSERT_LE(0, cancel_all(r.dev));
+	fcntl(r.dev, F_SETFL, O_NONBLOCK);
+	for (;;) {
+		ssize_t n = read(r.dev, recs, sizeof(recs));
+
+		if (n <= 0)
+			break;
+		for (size_t i = 0; i < n / sizeof(recs[0]); i++) {
+			uint64_t id = recs[i].user_data;
+
+			ASSERT_GE((uint64_t)r.iterations, id);
+			ASSERT_EQ(0, seen[id]);
+			seen[id] = 1;
+			EXPECT_TRUE(recs[i].result == SYNCMEM_WAIT_WOKEN ||
+				    recs[i].result == -ECANCELED);
+			records++;
+		}
+	}
+	EXPECT_EQ(0, r.bad);
+	EXPECT_EQ(r.queued, records);
+	EXPECT_EQ(0, get_stats(r.dev).async_waits);
+	free(seen);
+}
+
+/* ---- 2: a read-only opener never receives ownership ---------------------- */
+
+FIXTURE(observer) {
+	int dev, rw, ro;
+	char name[64];
+	uint32_t *word;
+};
+
+FIXTURE_SETUP(observer)
+{
+	self->dev = dev_open();
+	ASSERT_LE(0, self->dev);
+	snprintf(self->name, sizeof(self->name), "observer-%d", getpid());
+	self->rw = raw_region_open(self->dev, self->name, SYNCMEM_REGION_CREATE, PG, 0600, NULL);
+	ASSERT_LE(0, self->rw);
+	self->ro = raw_region_open(self->dev, self->name, SYNCMEM_REGION_RDONLY, 0, 0, NULL);
+	ASSERT_LE(0, self->ro);
+	self->word = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, self->rw, 0);
+	ASSERT_NE(MAP_FAILED, self->word);
+	*self->word = 7;	/* "locked" */
+}
+
+FIXTURE_TEARDOWN(observer)
+{
+	munmap(self->word, PG);
+	close(self->ro);
+	close(self->rw);
+	raw_unlink(self->dev, self->name);
+	close(self->dev);
+}
+
+/* A child blocked in WAIT on @fd; exits with the WAIT's result (or 100+errno). */
+static pid_t blocked_waiter(int fd, uint32_t expected)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int ret = wait_sync(fd, 0, expected, 20 * 1000000000LL);
+
+		_exit(ret < 0 ? 100 - ret : ret);
+	}
+	return pid;
+}
+
+TEST_F(observer, handoff_skips_read_only_waiters)
+{
+	pid_t ro, rw;
+
+	ro = blocked_waiter(self->ro, 7);
+	ASSERT_EQ(1, await_fd_waiters(self->rw, 1));
+	rw = blocked_waiter(self->rw, 7);
+	ASSERT_EQ(1, await_fd_waiters(self->rw, 2));
+	/* The writable waiter behind the observer gets the word. */
+	EXPECT_EQ(SYNCMEM_HANDOFF_WOKE, handoff(self->rw, 0, 0));
+	EXPECT_EQ(SYNCMEM_WAIT_HANDED_OFF, wait_exit(rw));
+	EXPECT_EQ(7, *self->word);
+	EXPECT_EQ(1, fd_waiters(self->rw));
+	/* With only the observer left, the hand-off stores and wakes it. */
+	EXPECT_EQ(SYNCMEM_HANDOFF_STORED, handoff(self->rw, 0, 0));
+	EXPECT_EQ(0, *self->word);
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(ro));
+}
+
+TEST_F(observer, async_read_only_waiter_is_never_handed_off)
+{
+	struct syncmem_completion rec;
+
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_wait_async(self->dev, self->ro, 0, 7,
+						  SYNCMEM_NO_DEADLINE, 42));
+	EXPECT_EQ(SYNCMEM_HANDOFF_STORED, handoff(self->rw, 0, 9));
+	EXPECT_EQ(9, *self->word);
+	ASSERT_EQ(sizeof(rec), read(self->dev, &rec, sizeof(rec)));
+	EXPECT_EQ(42, rec.user_data);
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, rec.result);
+}
+
+TEST_F(observer, notify_count_is_not_used_up_by_observers)
+{
+	pid_t ro1, ro2, rw;
+
+	ro1 = blocked_waiter(self->ro, 7);
+	ASSERT_EQ(1, await_fd_waiters(self->rw, 1));
+	ro2 = blocked_waiter(self->ro, 7);
+	ASSERT_EQ(1, await_fd_waiters(self->rw, 2));
+	rw = blocked_waiter(self->rw, 7);
+	ASSERT_EQ(1, await_fd_waiters(self->rw, 3));
+	/* One writable waiter was asked for; the observers come along. */
+	EXPECT_EQ(3, notify(self->rw, 0, 1));
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(rw));
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(ro1));
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(ro2));
+	EXPECT_EQ(0, fd_waiters(self->rw));
+}
+
+TEST_F(observer, read_only_fd_cannot_notify_handoff_or_arm)
+{
+	struct syncmem_on_close a = { .region_fd = self->ro, .size = 4, .value = 1 };
+
+	EXPECT_EQ(-EBADF, notify(self->ro, 0, 1));
+	EXPECT_EQ(-EBADF, handoff(self->ro, 0, 0));
+	EXPECT_EQ(-EBADF, raw_ioctl(self->dev, SYNCMEM_IOC_ARM_ON_CLOSE, &a));
+}
+
+/* ---- 8: HANDOFF never allocates ------------------------------------------ */
+
+/* Active objects of syncmem's queue cache, from /proc/slabinfo. */
+static long queue_objects(void)
+{
+	char line[512], name[64];
+	long active = -1;
+	FILE *f = fopen("/proc/slabinfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %ld", name, &active) == 2 &&
+		    !strcmp(name, "syncmem_queue"))
+			break;
+		else
+			active = -1;
+	fclose(f);
+	return active;
+}
+
+TEST(handoff_without_waiters_allocates_nothing)
+{
+	int dev = dev_open(), fds[30];
+	long before, after;
+
+	ASSERT_LE(0, dev);
+	for (int i = 0; i < 30; i++) {
+		fds[i] = anon_region(dev, PG);
+		ASSERT_LE(0, fds[i]);
+	}
+	before = queue_objects();
+	ASSERT_LE(0, before);
+	/* Nobody waits on any of these words: each hand-off just stores. */
+	for (int i = 0; i < 30; i++)
+		for (int off = 0; off < PG; off += 4)
+			ASSERT_EQ(SYNCMEM_HANDOFF_STORED, handoff(fds[i], off, 1));
+	after = queue_objects();
+	EXPECT_GT(before + 300, after)
+		TH_LOG("%ld queues before, %ld after 30k hand-offs", before, after);
+	for (int i = 0; i < 30; i++)
+		close(fds[i]);
+	close(dev);
+}
+
+/* ---- 9: notify-all releases the queue lock between batches --------------- */
+
+struct probe {
+	int rfd;
+	_Atomic int stop;
+	_Atomic int64_t worst;	/* longest single call while measuring */
+	_Atomic int measuring;
+};
+
+/* Takes the word's queue lock again and again (a WAIT that finds 1 != 0). */
+static void *lock_prober(void *arg)
+{
+	struct probe *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		int64_t t0 = now_ns(), d;
+
+		wait_sync(p->rfd, 0, 1, 0);
+		d = now_ns() - t0;
+		if (atomic_load(&p->measuring) && d > atomic_load(&p->worst))
+			atomic_store(&p->worst, d);
+	}
+	return NULL;
+}
+
+struct sleeper {
+	int rfd;
+};
+
+static void *sleeper(void *arg)
+{
+	struct sleeper *s = arg;
+
+	wait_sync(s->rfd, 0, 0, 60 * 1000000000LL);
+	return NULL;
+}
+
+static int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *pinned_lock_prober(void *arg)
+{
+	if (pin_to_cpu(1))
+		return NULL;
+	return lock_prober(arg);
+}
+
+/*
+ * The notifier and its sleepers share CPU 0; the prober has CPU 1 to itself,
+ * so the only thing that can hold up its calls is the queue lock. The
+ * notifier runs SCHED_FIFO during its call, so the sleepers it wakes cannot
+ * preempt it: the call's duration is its own work.
+ */
+TEST(notify_all_of_many_sleepers_holds_the_lock_briefly)
+{
+	enum { N = 1000 };
+	static pthread_t threads[N];
+	struct sched_param fifo = { .sched_priority = 10 }, other = { 0 };
+	struct sleeper s;
+	struct probe p = { 0 };
+	pthread_attr_t attr;
+	double best = 1e9;
+	pthread_t prober;
+	int dev = dev_open();
+
+	ASSERT_LE(0, dev);
+	s.rfd = p.rfd = anon_region(dev, PG);
+	ASSERT_LE(0, s.rfd);
+	ASSERT_LE(2, sysconf(_SC_NPROCESSORS_ONLN));
+	ASSERT_EQ(0, pin_to_cpu(0));
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	ASSERT_EQ(0, pthread_create(&prober, NULL, pinned_lock_prober, &p));
+	for (int round = 0; round < 3; round++) {
+		int64_t t0, took;
+
+		for (int i = 0; i < N; i++)
+			ASSERT_EQ(0, pthread_create(&threads[i], &attr, sleeper, &s));
+		ASSERT_EQ(1, await_fd_waiters(s.rfd, N));
+		atomic_store(&p.worst, 0);
+		atomic_store(&p.measuring, 1);
+		ASSERT_EQ(0, sched_setscheduler(0, SCHED_FIFO, &fifo));
+		t0 = now_ns();
+		EXPECT_EQ(N, notify(s.rfd, 0, SYNCMEM_ALL));
+		took = now_ns() - t0;
+		ASSERT_EQ(0, sched_setscheduler(0, SCHED_OTHER, &other));
+		atomic_store(&p.measuring, 0);
+		for (int i = 0; i < N; i++)
+			pthread_join(threads[i], NULL);
+		if ((double)atomic_load(&p.worst) / (double)took < best)
+			best = (double)atomic_load(&p.worst) / (double)took;
+		TH_LOG("round %d: notify of %d took %lld us, a racing lock taker waited at most %lld us",
+		       round, N, (long long)took / 1000, (long long)atomic_load(&p.worst) / 1000);
+	}
+	atomic_store(&p.stop, 1);
+	pthread_join(prober, NULL);
+	/* Woken in batches of 16: nobody waits for the whole wake-up. */
+	EXPECT_GT(0.25, best);
+	close(s.rfd);
+	close(dev);
+}
+
+/* ---- 10: one handle's flood of expiries does not delay another's --------- */
+
+struct drain {
+	int dev;
+	long want;
+	int64_t last;		/* when the last record was read */
+};
+
+static void *drain_records(void *arg)
+{
+	struct drain *d = arg;
+	struct syncmem_completion recs[256];
+	long got = 0;
+
+	while (got < d->want) {
+		ssize_t n = read(d->dev, recs, sizeof(recs));
+
+		if (n <= 0)
+			break;
+		got += n / sizeof(recs[0]);
+	}
+	d->last = now_ns();
+	return NULL;
+}
+
+TEST(expiries_of_one_handle_do_not_delay_another)
+{
+	enum { FLOOD = 50000 };
+	struct syncmem_completion rec;
+	struct drain d = { .want = FLOOD };
+	int64_t deadline, late, flood;
+	pthread_t drainer;
+	int rfd, b;
+
+	d.dev = dev_open();
+	b = dev_open();
+	ASSERT_LE(0, d.dev);
+	ASSERT_LE(0, b);
+	rfd = anon_region(d.dev, FLOOD * 4);
+	ASSERT_LE(0, rfd);
+	/* All of the flood due at once, once it is all queued. */
+	deadline = now_ns() + 3 * FLOOD * wait_async_cost(rfd) + 500000000LL;
+	for (long i = 0; i < FLOOD; i++)
+		ASSERT_EQ(SYNCMEM_WAIT_QUEUED,
+			  raw_wait_async(d.dev, rfd, 4 * i, 0, deadline, i + 1));
+	/* Another handle's wait, due just after the flood's. */
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED,
+		  raw_wait_async(b, rfd, 0, 0, deadline + 20000000, 1));
+	ASSERT_EQ(0, pthread_create(&drainer, NULL, drain_records, &d));
+	ASSERT_EQ(sizeof(rec), read(b, &rec, sizeof(rec)));
+	late = now_ns() - (deadline + 20000000);
+	EXPECT_EQ(SYNCMEM_WAIT_TIMED_OUT, rec.result);
+	pthread_join(drainer, NULL);
+	flood = d.last - deadline;
+	TH_LOG("%d expiries took %lld ms; the other handle's was %lld ms late",
+	       FLOOD, (long long)flood / 1000000, (long long)late / 1000000);
+	EXPECT_GT(flood / 4, late);
+	close(rfd);
+	close(b);
+	close(d.dev);
+}
+
+/* ---- 14: smaller ABI points ---------------------------------------------- */
+
+TEST(post_refuses_a_pending_waits_user_data)
+{
+	struct syncmem_post post = { .user_data = 5, .result = 1 };
+	struct syncmem_completion rec;
+	int dev = dev_open(), rfd;
+
+	ASSERT_LE(0, dev);
+	rfd = anon_region(dev, PG);
+	ASSERT_LE(0, rfd);
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_wait_async(dev, rfd, 0, 0, SYNCMEM_NO_DEADLINE, 5));
+	EXPECT_EQ(-EEXIST, raw_ioctl(dev, SYNCMEM_IOC_POST, &post));
+	/* A pending wait's user_data is refused for another wait too. */
+	EXPECT_EQ(-EEXIST, raw_wait_async(dev, rfd, 4, 0, SYNCMEM_NO_DEADLINE, 5));
+	EXPECT_EQ(1, notify(rfd, 0, 1));
+	ASSERT_EQ(sizeof(rec), read(dev, &rec, sizeof(rec)));
+	EXPECT_EQ(5, rec.user_data);
+	/* Once it completed, the id is free again. */
+	EXPECT_EQ(0, raw_ioctl(dev, SYNCMEM_IOC_POST, &post));
+	ASSERT_EQ(sizeof(rec), read(dev, &rec, sizeof(rec)));
+	EXPECT_EQ(1, rec.result);
+	EXPECT_EQ(0, get_stats(dev).async_waits);
+	close(rfd);
+	close(dev);
+}
+
+TEST(anonymous_open_takes_no_flags)
+{
+	int dev = dev_open();
+
+	ASSERT_LE(0, dev);
+	EXPECT_EQ(-EINVAL, raw_region_open(dev, NULL, SYNCMEM_REGION_CREATE, PG, 0, NULL));
+	EXPECT_EQ(-EINVAL, raw_region_open(dev, NULL, SYNCMEM_REGION_CREATE |
+					   SYNCMEM_REGION_EXCL, PG, 0, NULL));
+	EXPECT_EQ(-EINVAL, raw_region_open(dev, NULL, SYNCMEM_REGION_RDONLY, PG, 0, NULL));
+	close(dev);
+}
+
+/* Threads of this process (io_uring's workers show up among them). */
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+TEST(io_uring_reads_the_handle_without_a_worker_thread)
+{
+	struct syncmem_post post = { .user_data = 77, .result = 3 };
+	struct syncmem_completion rec = { 0 };
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	int dev = dev_open(), threads;
+
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	threads = count_threads();
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, dev, &rec, sizeof(rec), 0);
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	usleep(200 * 1000);
+	/* Nothing to read yet: parked on the handle's poll, not in a worker. */
+	EXPECT_EQ(threads, count_threads());
+	EXPECT_EQ(-EAGAIN, io_uring_peek_cqe(&ring, &cqe));
+	ASSERT_EQ(0, raw_ioctl(dev, SYNCMEM_IOC_POST, &post));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	/* Read when it became readable, still without a worker. */
+	EXPECT_EQ(threads, count_threads());
+	EXPECT_EQ(sizeof(rec), cqe->res);
+	EXPECT_EQ(77, rec.user_data);
+	EXPECT_EQ(3, rec.result);
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	close(dev);
+}
+
+TEST_HARNESS_MAIN

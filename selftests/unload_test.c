@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unloading the module while expired async waits are still on their way to
+ * being timed out: nothing may be left behind (the kernel warns when a cache
+ * is destroyed with objects in it, and kmemleak reports what leaked).
+ *
+ * To hold the expiries back deterministically, the waits' timers fire on CPU
+ * 1 while a SCHED_FIFO busy loop owns it (RT throttling off), so work bound
+ * to that CPU cannot run; the handle is closed and the module unloaded from
+ * CPU 0 meanwhile. Reloads the module afterwards: run it in the guest only.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "syncmem_test.h"
+
+#define RT_RUNTIME "/proc/sys/kernel/sched_rt_runtime_us"
+
+static int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+static int write_file(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(v, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* A SCHED_FIFO child spinning on CPU 1 for @ms milliseconds. */
+static pid_t hog_cpu1(int ms, int dev)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct sched_param sp = { .sched_priority = 50 };
+		int64_t end = now_ns() + ms * 1000000LL;
+
+		close(dev);	/* the handle must go when the parent closes it */
+		if (pin_to_cpu(1) || sched_setscheduler(0, SCHED_FIFO, &sp))
+			_exit(2);
+		while (now_ns() < end)
+			;
+		_exit(0);
+	}
+	return pid;
+}
+
+static int run(const char *cmd)
+{
+	int st = system(cmd);
+
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(unload_while_expired_waits_are_in_flight)
+{
+	char saved[32] = "950000";
+	FILE *f;
+
+	ASSERT_EQ(0, access("/syncmem.ko", R_OK)) TH_LOG("only in the test guest");
+	ASSERT_LE(2, sysconf(_SC_NPROCESSORS_ONLN));
+	f = fopen(RT_RUNTIME, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(saved, sizeof(saved), f));
+	fclose(f);
+	ASSERT_EQ(0, write_file(RT_RUNTIME, "-1"));
+
+	for (int round = 0; round < 3; round++) {
+		int dev = dev_open(), rfd, tries = 0;
+		uint64_t deadline;
+		pid_t hog;
+
+		ASSERT_LE(0, dev);
+		rfd = raw_region_open(dev, NULL, 0, 4096, 0, NULL);
+		ASSERT_LE(0, rfd);
+		/* Armed on CPU 1, so the timers fire there. */
+		ASSERT_EQ(0, pin_to_cpu(1));
+		deadline = now_ns() + 200 * 1000000LL;
+		for (int i = 0; i < 512; i++)
+			ASSERT_EQ(SYNCMEM_WAIT_QUEUED,
+				  raw_wait_async(dev, rfd, 4 * i, 0, deadline, i + 1));
+		close(rfd);
+		ASSERT_EQ(0, pin_to_cpu(0));
+		hog = hog_cpu1(1500, dev);
+		ASSERT_LT(0, hog);
+		/* The timers fire under the hog; then close and unload. */
+		usleep(400 * 1000);
+		close(dev);
+		while (run("rmmod syncmem 2>/dev/null") && tries++ < 300)
+			usleep(10 * 1000);
+		EXPECT_GT(300, tries) TH_LOG("rmmod syncmem kept failing");
+		EXPECT_EQ(0, wait_exit(hog));
+		ASSERT_EQ(0, run("lsmod | grep -q '^syncmem ' || insmod /syncmem.ko"));
+	}
+	write_file(RT_RUNTIME, saved);
+}
+
+TEST_HARNESS_MAIN
