@@ -79,9 +79,25 @@ struct syncmem_sync_waiter {
 
 static struct kmem_cache *syncmem_queue_cache;
 
+/*
+ * Queues go back to the cache with both lists empty, so they are built once
+ * per slab object, not per use. (A cache with a constructor is also never
+ * merged with another: /proc/slabinfo counts exactly the queues.)
+ */
+static void syncmem_queue_ctor(void *obj)
+{
+	struct syncmem_queue *q = obj;
+
+	INIT_LIST_HEAD(&q->waiters);
+	INIT_LIST_HEAD(&q->observers);
+}
+
 int syncmem_wait_init(void)
 {
-	syncmem_queue_cache = KMEM_CACHE(syncmem_queue, SLAB_ACCOUNT);
+	syncmem_queue_cache = kmem_cache_create("syncmem_queue",
+						sizeof(struct syncmem_queue),
+						__alignof__(struct syncmem_queue),
+						SLAB_ACCOUNT, syncmem_queue_ctor);
 	return syncmem_queue_cache ? 0 : -ENOMEM;
 }
 
@@ -517,8 +533,6 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 		if (!spare)
 			return -ENOMEM;
 		spare->offset = arg->offset;
-		INIT_LIST_HEAD(&spare->waiters);
-		INIT_LIST_HEAD(&spare->observers);
 		spare->idle = false;
 	}
 	if (!q) {

@@ -14,6 +14,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "kselftest_harness.h"
 #include "syncmem_test.h"
@@ -281,6 +283,112 @@ TEST_F(observer, read_only_fd_cannot_notify_handoff_or_arm)
 	EXPECT_EQ(-EBADF, notify(self->ro, 0, 1));
 	EXPECT_EQ(-EBADF, handoff(self->ro, 0, 0));
 	EXPECT_EQ(-EBADF, raw_ioctl(self->dev, SYNCMEM_IOC_ARM_ON_CLOSE, &a));
+}
+
+/* ---- 4: kernel memory is charged to the caller's memory cgroup ----------- */
+
+#define CGROUP "/sys/fs/cgroup/syncmem-charge"
+
+static long meminfo_kb(const char *field)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)) && line[strlen(field)] == ':')
+			v = atol(line + strlen(field) + 1);
+	fclose(f);
+	return v;
+}
+
+/* Bytes of unreclaimable slab charged to the test cgroup. */
+static long cgroup_slab(void)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen(CGROUP "/memory.stat", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "slab_unreclaimable ", 19))
+			v = atol(line + 19);
+	fclose(f);
+	return v;
+}
+
+static int write_str(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(v, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+enum what { NULL_FILES, HANDLES, HANDLES_AND_REGIONS };
+
+/*
+ * In a child in the test memory cgroup: open @n of @what; the kernel's
+ * unreclaimable slab growth not charged to the cgroup, in bytes per object
+ * (the exit code, capped at 250).
+ */
+static int uncharged_per_object(int n, enum what what)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct rlimit rl = { 4 * n + 64, 4 * n + 64 };
+		char me[32];
+		long g0, c0, g1, c1, lost;
+
+		snprintf(me, sizeof(me), "%d", getpid());
+		if (setrlimit(RLIMIT_NOFILE, &rl) || write_str(CGROUP "/cgroup.procs", me))
+			_exit(251);
+		g0 = meminfo_kb("SUnreclaim");
+		c0 = cgroup_slab();
+		for (int i = 0; i < n; i++) {
+			int fd = what == NULL_FILES ? open("/dev/null", O_RDONLY) : dev_open();
+
+			if (fd < 0 || (what == HANDLES_AND_REGIONS && anon_region(fd, PG) < 0))
+				_exit(252);
+		}
+		g1 = meminfo_kb("SUnreclaim");
+		c1 = cgroup_slab();
+		if (g0 < 0 || c0 < 0 || g1 < 0 || c1 < 0)
+			_exit(253);
+		lost = ((g1 - g0) * 1024 - (c1 - c0)) / n;
+		_exit(lost < 0 ? 0 : lost > 250 ? 250 : (int)lost);
+	}
+	return wait_exit(pid);
+}
+
+/*
+ * What the kernel itself never charges (the per-object cgroup pointers of
+ * charged slabs, slab page rounding) shows up for any open file too: opens
+ * of /dev/null measure it, and syncmem may add nothing to it.
+ */
+TEST(handles_and_regions_are_charged_to_the_callers_cgroup)
+{
+	int base, handles, regions;
+
+	if (access(CGROUP, F_OK))
+		ASSERT_EQ(0, mkdir(CGROUP, 0755));
+	ASSERT_EQ(0, write_str("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
+	base = uncharged_per_object(2000, NULL_FILES);
+	handles = uncharged_per_object(2000, HANDLES);
+	regions = uncharged_per_object(1000, HANDLES_AND_REGIONS);
+	TH_LOG("slab not charged to the cgroup: %d bytes per /dev/null file, %d per handle, %d per handle and region",
+	       base, handles, regions);
+	ASSERT_GT(250, base);
+	EXPECT_GT(base + 48, handles);
+	EXPECT_GT(base + 96, regions);	/* a region has an inode and a dentry */
+	rmdir(CGROUP);
 }
 
 /* ---- 8: HANDOFF never allocates ------------------------------------------ */
