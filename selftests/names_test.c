@@ -301,6 +301,50 @@ TEST_F(names, unlink_needs_ownership)
 	EXPECT_EQ(0, raw_unlink(self->dev, self->b));
 }
 
+/* What syncmemctl (built beside the selftests) prints for @args. */
+static int syncmemctl(const char *args, char *out, size_t cap)
+{
+	char cmd[256];
+	size_t n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "../tools/syncmemctl %s 2>&1", args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (n + 1 < cap && fgets(out + n, (int)(cap - n), p))
+		n += strlen(out + n);
+	return pclose(p);
+}
+
+TEST_F(names, syncmemctl_lists_names_with_hostile_bytes_escaped)
+{
+	static char out[1 << 16];
+	char evil[128], *line;
+	int fd;
+
+	ASSERT_EQ(0, access("../tools/syncmemctl", X_OK)) TH_LOG("run from the built selftests");
+	/* A name that would forge a line of the listing and move the cursor. */
+	snprintf(evil, sizeof(evil), "%s\n%-12d fake\x1b[2J", self->b, 1);
+	umask(0);
+	fd = raw_region_open(self->dev, self->a, SYNCMEM_REGION_CREATE, 3 * PG, 0640, NULL);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, child_open(0, evil, SYNCMEM_REGION_CREATE, PG, 0600));
+	ASSERT_EQ(0, syncmemctl("regions", out, sizeof(out)));
+	EXPECT_EQ(NULL, strchr(out, '\x1b'));
+	EXPECT_EQ(NULL, strstr(out, "\n1            fake"));
+	line = strstr(out, self->a);
+	ASSERT_NE(NULL, line);
+	while (line > out && line[-1] != '\n')
+		line--;
+	EXPECT_EQ(0, strncmp(line, "12288", 5)) TH_LOG("%.80s", line);
+	EXPECT_NE(NULL, strstr(line, " 00640 "));
+	EXPECT_NE(NULL, strstr(out, "\\x0a1"));
+	EXPECT_NE(NULL, strstr(out, "\\x1b[2J"));
+	raw_unlink(self->dev, evil);
+	close(fd);
+}
+
 static long meminfo_kb(const char *field)
 {
 	char line[256];

@@ -3,7 +3,8 @@
  * syncmemctl: inspect and manage the syncmem module from the shell.
  *
  *   syncmemctl version            ABI version, features and caps
- *   syncmemctl stats              regions, bytes, names, handles
+ *   syncmemctl stats              this IPC namespace's and this user's usage
+ *   syncmemctl regions            the names of this IPC namespace
  *   syncmemctl create NAME SIZE [MODE]
  *   syncmemctl unlink NAME
  */
@@ -25,6 +26,7 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: syncmemctl version\n"
 		"       syncmemctl stats\n"
+		"       syncmemctl regions\n"
 		"       syncmemctl create NAME SIZE [MODE]\n"
 		"       syncmemctl unlink NAME\n");
 	return 2;
@@ -79,6 +81,55 @@ static int cmd_stats(void)
 	printf("handles          %llu\n", (unsigned long long)s.handles);
 	printf("waiters          %llu\n", (unsigned long long)s.waiters);
 	printf("async_waits      %llu\n", (unsigned long long)s.async_waits);
+	printf("user_regions     %llu\n", (unsigned long long)s.user_regions);
+	printf("user_bytes       %llu\n", (unsigned long long)s.user_bytes);
+	printf("user_async_waits %llu\n", (unsigned long long)s.user_async_waits);
+	printf("user_on_close    %llu\n", (unsigned long long)s.user_on_close);
+	return 0;
+}
+
+/* A name as text: any byte but NUL may be in it, so escape the rest. */
+static void print_name(const char *name, unsigned int len)
+{
+	for (unsigned int i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c > ' ' && c < 0x7f && c != '\\')
+			putchar(c);
+		else
+			printf("\\x%02x", c);
+	}
+}
+
+static int cmd_regions(void)
+{
+	static struct syncmem_region_entry e[256];
+	struct syncmem_region_list l = { .entries = (uintptr_t)e };
+	int fd = open("/dev/syncmem", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return fail("regions", errno == ENOENT ? -ENODEV : -errno);
+	printf("%-12s %6s %6s %5s %6s %8s %7s  %s\n", "SIZE", "UID", "GID", "MODE",
+	       "FILES", "MAPPINGS", "WAITERS", "NAME");
+	do {
+		l.count = sizeof(e) / sizeof(e[0]);
+		if (ioctl(fd, SYNCMEM_IOC_REGION_LIST, &l)) {
+			int err = -errno;
+
+			close(fd);
+			return fail("regions", err);
+		}
+		for (unsigned int i = 0; i < l.count; i++) {
+			printf("%-12llu %6u %6u %05o %6llu %8llu %7llu  ",
+			       (unsigned long long)e[i].size, e[i].uid, e[i].gid, e[i].mode,
+			       (unsigned long long)e[i].files, (unsigned long long)e[i].mappings,
+			       (unsigned long long)e[i].waiters);
+			print_name(e[i].name, e[i].name_len < sizeof(e[i].name) ?
+					      e[i].name_len : sizeof(e[i].name));
+			putchar('\n');
+		}
+	} while (l.count == sizeof(e) / sizeof(e[0]));
+	close(fd);
 	return 0;
 }
 
@@ -105,6 +156,8 @@ int main(int argc, char **argv)
 		return cmd_version();
 	if (argc == 2 && !strcmp(argv[1], "stats"))
 		return cmd_stats();
+	if (argc == 2 && !strcmp(argv[1], "regions"))
+		return cmd_regions();
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "create"))
 		return cmd_create(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
 	if (argc == 3 && !strcmp(argv[1], "unlink")) {
