@@ -52,6 +52,7 @@ struct syncmem_async {
 	struct rb_node pending;		/* in h->pending while queued */
 	struct list_head node;		/* in h->pending_list, then h->cq */
 	u64 user_data;
+	u64 seq;			/* arrival in the pending set */
 	struct syncmem_handle *h;
 	struct syncmem_region *region;
 	refcount_t ref;
@@ -99,6 +100,13 @@ static void syncmem_async_free(struct syncmem_async *a)
 {
 	struct syncmem_handle *h = a->h;
 
+	/*
+	 * A timer callback may still be on its way out (it already handed
+	 * its reference on): module exit must not see the last wait go
+	 * before the callback is done with module text and the workqueue.
+	 */
+	if (a->timed)
+		hrtimer_cancel(&to_timed(a)->timer);
 	if (a->region)
 		syncmem_region_put(a->region);
 	spin_lock(&h->lock);
@@ -169,6 +177,7 @@ static int syncmem_pending_insert(struct syncmem_handle *h, struct syncmem_async
 	rb_link_node(&a->pending, parent, link);
 	rb_insert_color(&a->pending, &h->pending);
 	list_add_tail(&a->node, &h->pending_list);
+	a->seq = ++h->pending_seq;
 	return 0;
 }
 
@@ -210,6 +219,9 @@ static void syncmem_async_complete(struct syncmem_async *a, int result)
 		list_add_tail(&a->node, &h->cq);
 	}
 	spin_unlock(&h->lock);
+	/* A canceller may wait for this claimed wait to settle. */
+	if (wq_has_sleeper(&h->settle_wq))
+		wake_up_all(&h->settle_wq);
 
 	if (closed) {
 		syncmem_async_put(a);	/* the owner's: nobody will read it */
@@ -360,6 +372,7 @@ static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 	atomic64_inc(&syncmem_nr_async);
 	atomic_long_inc(&h->ns->usage.async_waits);
 	a->w.async = true;
+	a->w.gone = &h->closed;
 	refcount_set(&a->ref, 1);
 	RB_CLEAR_NODE(&a->pending);
 	INIT_LIST_HEAD(&a->node);
@@ -450,6 +463,19 @@ static bool syncmem_async_cancel_one(struct syncmem_async *a)
 	return true;
 }
 
+/*
+ * Cancel @a, or, if somebody else claimed it, sleep until its claimer has
+ * completed it (it leaves the pending set then): true if we cancelled it.
+ */
+static bool syncmem_async_cancel_settled(struct syncmem_handle *h,
+					 struct syncmem_async *a)
+{
+	if (syncmem_async_cancel_one(a))
+		return true;
+	wait_event(h->settle_wq, RB_EMPTY_NODE(&a->pending));
+	return false;
+}
+
 /* Take a reference on the oldest pending wait (or the one of @user_data). */
 static struct syncmem_async *syncmem_pending_get(struct syncmem_handle *h,
 						 const u64 *user_data)
@@ -473,6 +499,7 @@ long syncmem_ioctl_cancel(struct syncmem_handle *h, void __user *uarg)
 	struct syncmem_cancel arg;
 	struct syncmem_async *a;
 	long cancelled = 0;
+	u64 last;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
@@ -487,14 +514,19 @@ long syncmem_ioctl_cancel(struct syncmem_handle *h, void __user *uarg)
 		return cancelled ? 0 : -ENOENT;
 	}
 	/*
-	 * Every wait we get is queued or claimed, and a claimed one leaves
-	 * the pending set as soon as its claimer completes it: this ends.
+	 * The waits pending when we started, oldest first: each is queued
+	 * (we cancel it) or claimed (we wait for its claimer to complete it),
+	 * and waits queued meanwhile by other threads are not ours to wait for.
 	 */
+	spin_lock(&h->lock);
+	last = h->pending_seq;
+	spin_unlock(&h->lock);
 	while ((a = syncmem_pending_get(h, NULL))) {
-		if (syncmem_async_cancel_one(a))
-			cancelled++;
-		else
-			cond_resched();	/* its completer is about to finish */
+		if (a->seq > last) {
+			syncmem_async_put(a);
+			break;
+		}
+		cancelled += syncmem_async_cancel_settled(h, a);
 		syncmem_async_put(a);
 		if (fatal_signal_pending(current))
 			break;
@@ -649,7 +681,8 @@ struct syncmem_handle *syncmem_handle_create(void)
 		kfree(h);
 		return NULL;
 	}
-	h->unlimited = capable(CAP_SYS_RESOURCE);
+	/* No audit record: most callers do not have it and need not. */
+	h->unlimited = ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE);
 	atomic_long_inc(&h->ns->usage.handles);
 	kref_init(&h->ref);
 	spin_lock_init(&h->lock);
@@ -658,6 +691,7 @@ struct syncmem_handle *syncmem_handle_create(void)
 	INIT_LIST_HEAD(&h->pending_list);
 	INIT_LIST_HEAD(&h->cq);
 	init_waitqueue_head(&h->wq);
+	init_waitqueue_head(&h->settle_wq);
 	spin_lock_init(&h->expire_lock);
 	INIT_LIST_HEAD(&h->expired);
 	INIT_WORK(&h->expire_work, syncmem_handle_expire);
@@ -666,23 +700,24 @@ struct syncmem_handle *syncmem_handle_create(void)
 }
 
 /*
- * The handle's file is closing (maybe its process died): take every queued
- * waiter out of its queue before any later notify can count it, and drop
- * every unread record.
+ * The handle's file is closing (maybe its process died). From the moment
+ * it is marked closed, notifies and hand-offs pass its waiters over (a
+ * hand-off must reach a live waiter); then every queued waiter is taken
+ * out of its queue, every unread record dropped, and only then do the
+ * on-close actions run, so that what they wake cannot come back to us.
  */
-void syncmem_handle_close(struct syncmem_handle *h)
+void syncmem_handle_release(struct syncmem_handle *h)
 {
 	struct syncmem_async *a, *tmp;
 	LIST_HEAD(unread);
 
 	spin_lock(&h->lock);
-	h->closed = true;
+	WRITE_ONCE(h->closed, true);
 	spin_unlock(&h->lock);
 
 	while ((a = syncmem_pending_get(h, NULL))) {
 		/* Claimed by somebody else: their completion drops it. */
-		if (!syncmem_async_cancel_one(a))
-			cond_resched();
+		syncmem_async_cancel_settled(h, a);
 		syncmem_async_put(a);
 	}
 
@@ -693,6 +728,7 @@ void syncmem_handle_close(struct syncmem_handle *h)
 		list_del(&a->node);
 		syncmem_async_put(a);
 	}
+	syncmem_on_close_run(h);
 	syncmem_handle_put(h);
 }
 

@@ -5,8 +5,14 @@
  * memfd, secretmem and dma-buf objects do. The inode gives the region its
  * identity (its own st_ino and i_mmap tree, not the single inode the kernel
  * shares among anonymous files), carries its owner and mode for
- * inode_permission() (so the LSMs see every open of a name), and is labelled
- * by the LSMs when it is made.
+ * inode_permission(), and, where the kernel lets modules have it labelled,
+ * is labelled by the LSMs when it is made (they then also see every open of
+ * a name; an unlabelled inode is private to them).
+ *
+ * An inode can outlive every file of its region (an O_PATH reopen of
+ * /proc/PID/fd/N holds its dentry, which needs this module's dentry
+ * operations), so each inode holds a module reference, given back once the
+ * inode is freed (an RCU callback, which module exit waits for).
  *
  * The mount is noexec: a region is never executable, and a process with the
  * READ_IMPLIES_EXEC personality still maps it (the kernel adds PROT_EXEC to
@@ -45,12 +51,31 @@ static const struct dentry_operations syncmem_dops = {
 	.d_dname = syncmem_dname,
 };
 
+static const struct inode_operations syncmem_inode_ops;
+
+/* Region inodes hold a module reference; the filesystem's root does not. */
+static void syncmem_free_inode(struct inode *inode)
+{
+	bool region = inode->i_op == &syncmem_inode_ops;
+
+	free_inode_nonrcu(inode);
+	if (region)
+		module_put(THIS_MODULE);
+}
+
+static const struct super_operations syncmem_super_ops = {
+	.statfs		= simple_statfs,
+	.drop_inode	= generic_delete_inode,
+	.free_inode	= syncmem_free_inode,
+};
+
 static int syncmem_init_fs_context(struct fs_context *fc)
 {
 	struct pseudo_fs_context *ctx = init_pseudo(fc, SYNCMEM_FS_MAGIC);
 
 	if (!ctx)
 		return -ENOMEM;
+	ctx->ops = &syncmem_super_ops;
 	ctx->dops = &syncmem_dops;
 	fc->s_iflags |= SB_I_NOEXEC | SB_I_NODEV;
 	return 0;
@@ -95,6 +120,7 @@ struct inode *syncmem_fs_inode(struct syncmem_region *r)
 
 	if (IS_ERR(inode))
 		return inode;
+	__module_get(THIS_MODULE);	/* put by syncmem_free_inode() */
 	inode->i_op = &syncmem_inode_ops;
 	inode->i_mode = 0600;
 	inode->i_size = r->size;

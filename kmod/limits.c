@@ -9,7 +9,11 @@
  * charged to the user who opened the handle they belong to. A user is a uid
  * in a user namespace, charged together with the owner of that namespace
  * one level up and so on (as the kernel's ucounts do), so the uids a user
- * maps into namespaces of its own share its limits.
+ * maps into namespaces of its own share its limits. Uid 0 of the initial
+ * user namespace is counted but never limited: it is the administrator, and
+ * the owner of every container root makes, whose users must not share one
+ * quota across containers (each of them is limited on its own, and all of
+ * a container together by its IPC namespace's limits).
  *
  * CAP_SYS_RESOURCE (in the initial user namespace) at creation time lifts
  * the user and namespace limits and lets the system's reserve be used: the
@@ -129,6 +133,12 @@ static bool usage_add(atomic_long_t *v, long n, unsigned long limit)
 	return false;
 }
 
+/* Is @u held to the user limits? (See the comment at the top.) */
+static bool user_limited(const struct syncmem_user *u)
+{
+	return u->user_ns != &init_user_ns || !uid_eq(u->uid, GLOBAL_ROOT_UID);
+}
+
 /* Charge @n to @field of @u and every user above it, or to none. */
 static bool chain_add(struct syncmem_user *u, size_t field, long n,
 		      bool unlimited)
@@ -137,7 +147,8 @@ static bool chain_add(struct syncmem_user *u, size_t field, long n,
 	struct syncmem_user *p, *undo;
 
 	for (p = u; p; p = p->parent) {
-		if (!usage_add(usage_field(&p->usage, field), n, limit))
+		if (!usage_add(usage_field(&p->usage, field), n,
+			       user_limited(p) ? limit : ULONG_MAX))
 			goto fail;
 	}
 	return true;

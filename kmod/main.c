@@ -27,8 +27,7 @@ static int syncmem_dev_open(struct inode *inode, struct file *file)
 
 static int syncmem_dev_release(struct inode *inode, struct file *file)
 {
-	syncmem_on_close_run(file->private_data);
-	syncmem_handle_close(file->private_data);
+	syncmem_handle_release(file->private_data);
 	return 0;
 }
 

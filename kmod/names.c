@@ -131,7 +131,8 @@ struct syncmem_ns *syncmem_ns_get_current(void)
 	ns->attached = true;
 	list_add_tail(&ns->node, &syncmem_ns_list);
 	if (ipc->ns.inum != PROC_IPC_INIT_INO)
-		mod_delayed_work(system_wq, &syncmem_ns_reaper, SYNCMEM_REAP_INTERVAL);
+		/* Never postpones a pending pass: namespaces keep dying meanwhile. */
+		queue_delayed_work(system_wq, &syncmem_ns_reaper, SYNCMEM_REAP_INTERVAL);
 out:
 	mutex_unlock(&syncmem_ns_mutex);
 	return ns;

@@ -15,8 +15,11 @@
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
 
-/* No region is ever larger than this, whatever the module parameter says. */
-#define SYNCMEM_REGION_SIZE_LIMIT	BIT_ULL(40)
+/*
+ * No region is ever larger than this, whatever the module parameter says
+ * (its page array must stay below kvmalloc's 2 GiB).
+ */
+#define SYNCMEM_REGION_SIZE_LIMIT	BIT_ULL(38)
 
 /*
  * Pages are charged to the caller's memory cgroup; a failed charge or
@@ -37,7 +40,8 @@ static int syncmem_region_alloc_pages(struct syncmem_region *r)
 {
 	unsigned long i;
 
-	r->pages = kvcalloc(r->nr_pages, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
+	r->pages = kvcalloc(r->nr_pages, sizeof(*r->pages),
+			    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!r->pages)
 		return -ENOMEM;
 	for (i = 0; i < r->nr_pages; i++) {
@@ -94,7 +98,8 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
 	r->gid = current_fsgid();
 	r->mode = 0600;
 	INIT_LIST_HEAD(&r->ns_node);
-	r->unlimited = capable(CAP_SYS_RESOURCE);
+	/* No audit record: most callers do not have it and need not. */
+	r->unlimited = ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE);
 	r->user = syncmem_user_get_current();
 	if (!r->user) {
 		kfree(r);
@@ -306,11 +311,12 @@ struct syncmem_region *syncmem_region_get_fd(int fd, bool writable,
 {
 	struct syncmem_region *r = ERR_PTR(-EINVAL);
 	struct fd f = fdget(fd);
+	struct file *file = fd_file(f);
 
-	if (!f.file)
+	if (!file)
 		return ERR_PTR(-EBADF);
-	if (f.file->f_op == &syncmem_region_fops) {
-		bool ro = !(f.file->f_mode & FMODE_WRITE);
+	if (file->f_op == &syncmem_region_fops) {
+		bool ro = !(file->f_mode & FMODE_WRITE);
 
 		if (writable && ro) {
 			fdput(f);
@@ -318,7 +324,7 @@ struct syncmem_region *syncmem_region_get_fd(int fd, bool writable,
 		}
 		if (rdonly)
 			*rdonly = ro;
-		r = f.file->private_data;
+		r = file->private_data;
 		kref_get(&r->ref);
 	}
 	fdput(f);

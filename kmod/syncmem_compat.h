@@ -10,6 +10,7 @@
 
 #include <linux/anon_inodes.h>
 #include <linux/eventfd.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/hrtimer.h>
 #include <linux/ipc_namespace.h>
@@ -126,6 +127,11 @@ static inline struct inode *syncmem_secure_inode(struct super_block *sb,
 	return alloc_anon_inode(sb);
 #endif
 }
+
+/* struct fd became one word with an accessor in 6.12. */
+#ifndef fd_file
+#define fd_file(f) ((f).file)
+#endif
 
 /* io_uring may read the handle without blocking (FMODE_NOWAIT). */
 static inline void syncmem_file_set_nowait(struct file *file)

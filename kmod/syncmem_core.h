@@ -46,6 +46,7 @@ struct syncmem_waiter {
 	int state;	/* enum syncmem_waiter_state; leaves QUEUED under b->lock */
 	bool async;
 	bool observer;			/* read-only region fd: never handed off */
+	const bool *gone;		/* async: its handle is closing */
 };
 
 /* Charged usage of a user or an IPC namespace (limits.c). */
@@ -156,7 +157,9 @@ struct syncmem_handle {
 	struct list_head pending_list;	/* the same, oldest first */
 	struct list_head cq;		/* completed, unread */
 	unsigned int nr_outstanding;	/* pending + unread */
-	bool closed;
+	u64 pending_seq;		/* arrivals in pending, for CANCEL_ALL */
+	bool closed;			/* read locklessly by wakers */
+	wait_queue_head_t settle_wq;	/* a claimed wait left pending */
 	wait_queue_head_t wq;		/* readers and pollers */
 
 	/* Timed waits whose timers fired, for expire_work (async.c). */
@@ -234,7 +237,7 @@ long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
 int syncmem_async_init(void);
 void syncmem_async_exit(void);
 struct syncmem_handle *syncmem_handle_create(void);
-void syncmem_handle_close(struct syncmem_handle *h);
+void syncmem_handle_release(struct syncmem_handle *h);
 long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_cancel(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg);

@@ -266,6 +266,26 @@ struct syncmem_wake_op {
 	const void *arg;
 };
 
+/*
+ * An async waiter whose handle is closing: it will be cancelled, and a
+ * wake-up or hand-off given to it would be lost, so wakers pass it over.
+ */
+static bool syncmem_waiter_gone(const struct syncmem_waiter *w)
+{
+	return w->gone && READ_ONCE(*w->gone);
+}
+
+/* Under b->lock: the oldest writable waiter of @q that can take a hand-off. */
+static struct syncmem_waiter *syncmem_first_live(struct syncmem_queue *q)
+{
+	struct syncmem_waiter *w;
+
+	list_for_each_entry(w, &q->waiters, node)
+		if (!syncmem_waiter_gone(w))
+			return w;
+	return NULL;
+}
+
 /* Under b->lock: claim what this batch may of @q. True if it had to stop. */
 static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q,
 			       struct syncmem_wake_op *op, u64 limit,
@@ -276,6 +296,8 @@ static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q
 	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
 		if (!op->want || w->seq > limit)
 			break;
+		if (syncmem_waiter_gone(w))
+			continue;
 		if (wk->nr == SYNCMEM_WAKE_BATCH)
 			return true;
 		syncmem_wake_claim(r, w, op->state, wk);
@@ -286,6 +308,8 @@ static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q
 	list_for_each_entry_safe(w, tmp, &q->observers, node) {
 		if (w->seq > limit)
 			break;
+		if (syncmem_waiter_gone(w))
+			continue;
 		if (wk->nr == SYNCMEM_WAKE_BATCH)
 			return true;
 		syncmem_wake_claim(r, w, SYNCMEM_W_WOKEN, wk);
@@ -619,7 +643,7 @@ static long syncmem_handoff_decide(struct syncmem_region *r,
 {
 	const struct syncmem_handoff *arg = op->arg;
 
-	if (q && !list_empty(&q->waiters)) {
+	if (q && syncmem_first_live(q)) {
 		op->want = 1;
 		return SYNCMEM_HANDOFF_WOKE;
 	}

@@ -49,6 +49,17 @@ FIXTURE_TEARDOWN(limits)
 	close(self->dev);
 }
 
+static int write_file(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(v, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 /* Create named regions PREFIX-TAG-0.. of @size until one fails: its -errno. */
 static int create_until_error(const char *prefix, const char *tag, uint64_t size,
 			      int *created)
@@ -358,6 +369,67 @@ TEST_F(limits, user_namespaces_share_their_owners_limit)
 out:
 	unlink_all(self->dev, self->prefix, "o");
 	unlink_all(self->dev, self->prefix, "i");
+}
+
+/*
+ * A "container" made by root: a child in a new user namespace whose uid 0
+ * is @host_uid outside (root writes the map, as container runtimes do). It
+ * creates regions until refused; exit code 100 + created when refused with
+ * -EDQUOT, 4 without user namespaces.
+ */
+static int container_fills(int host_uid, const char *prefix, const char *tag)
+{
+	int ready[2], go[2];
+	char c, path[64], map[64];
+	pid_t pid;
+
+	if (pipe(ready) || pipe(go))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int created, err;
+
+		close(ready[0]);
+		close(go[1]);
+		if (unshare(CLONE_NEWUSER))
+			_exit(4);
+		if (write(ready[1], "u", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(5);
+		if (setresgid(0, 0, 0) || setresuid(0, 0, 0))
+			_exit(6);
+		err = create_until_error(prefix, tag, PG, &created);
+		_exit(err == -EDQUOT ? 100 + created : 1);
+	}
+	close(ready[1]);
+	close(go[0]);
+	if (read(ready[0], &c, 1) == 1) {
+		snprintf(map, sizeof(map), "0 %d 1000", host_uid);
+		snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+		write_file(path, map);
+		snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+		write_file(path, map);
+		if (write(go[1], "g", 1) != 1)
+			return -1;
+	}
+	close(ready[0]);
+	close(go[1]);
+	return wait_exit(pid);
+}
+
+TEST_F(limits, containers_made_by_root_do_not_share_a_quota)
+{
+	int a, b;
+
+	ASSERT_EQ(0, set_param("max_user_regions", 8));
+	a = container_fills(100000, self->prefix, "ca");
+	if (a == 4)
+		SKIP(return, "this kernel has no user namespaces");
+	EXPECT_EQ(100 + 8, a);
+	/* Another tenant is not held to the first one's quota. */
+	b = container_fills(200000, self->prefix, "cb");
+	EXPECT_EQ(100 + 8, b);
+	unlink_all(self->dev, self->prefix, "ca");
+	unlink_all(self->dev, self->prefix, "cb");
 }
 
 TEST_F(limits, max_total_bytes_zero_means_half_of_ram_at_any_time)

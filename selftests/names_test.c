@@ -12,6 +12,7 @@
 #include <sys/personality.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
+#include <signal.h>
 
 #include "kselftest_harness.h"
 #include "syncmem_test.h"
@@ -360,14 +361,14 @@ static long meminfo_kb(const char *field)
 	return v;
 }
 
-TEST(dead_ipc_namespace_is_released_without_any_syncmem_call)
+/*
+ * A child that dies in an IPC namespace of its own holding @shm_size bytes
+ * of SysV memory (which lives exactly as long as the namespace) and a name.
+ */
+static int die_in_namespace(size_t shm_size)
 {
-	const size_t shm_size = 64 << 20;
-	long base = meminfo_kb("Shmem"), now = base;
-	pid_t pid;
+	pid_t pid = fork();
 
-	ASSERT_LE(0, base);
-	pid = fork();
 	if (pid == 0) {
 		struct syncmem_region *r;
 		int id;
@@ -375,7 +376,6 @@ TEST(dead_ipc_namespace_is_released_without_any_syncmem_call)
 
 		if (unshare(CLONE_NEWIPC))
 			_exit(2);
-		/* SysV memory that lives exactly as long as the namespace. */
 		id = shmget(IPC_PRIVATE, shm_size, IPC_CREAT | 0600);
 		p = id < 0 ? NULL : shmat(id, NULL, 0);
 		if (!p || p == (void *)-1)
@@ -387,14 +387,65 @@ TEST(dead_ipc_namespace_is_released_without_any_syncmem_call)
 		syncmem_close(r);
 		_exit(0);
 	}
-	ASSERT_EQ(0, wait_exit(pid));
-	/* No syncmem call from here on: the namespace must still go. */
-	for (int i = 0; i < 100; i++) {
-		now = meminfo_kb("Shmem");
-		if (now < base + (long)(shm_size >> 10) / 4)
-			break;
+	return wait_exit(pid);
+}
+
+/* Shmem drops back below @base + a quarter of @size within 10 s: its value. */
+static long await_shmem_below(long base, size_t size)
+{
+	long now = meminfo_kb("Shmem");
+
+	for (int i = 0; i < 100 && now >= base + (long)(size >> 10) / 4; i++) {
 		usleep(100 * 1000);
+		now = meminfo_kb("Shmem");
 	}
+	return now;
+}
+
+TEST(dead_ipc_namespace_is_released_without_any_syncmem_call)
+{
+	const size_t shm_size = 64 << 20;
+	long base = meminfo_kb("Shmem"), now;
+
+	ASSERT_LE(0, base);
+	ASSERT_EQ(0, die_in_namespace(shm_size));
+	/* No syncmem call from here on: the namespace must still go. */
+	now = await_shmem_below(base, shm_size);
+	EXPECT_GT(base + (long)(shm_size >> 10) / 4, now)
+		TH_LOG("Shmem %ld kB, was %ld kB before the namespace", now, base);
+}
+
+/* Every 300 ms, a fresh IPC namespace starts using syncmem. */
+static pid_t namespace_churner(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		for (;;) {
+			pid_t c = fork();
+
+			if (c == 0)
+				_exit(unshare(CLONE_NEWIPC) || dev_open() < 0);
+			wait_exit(c);
+			usleep(300 * 1000);
+		}
+	}
+	return pid;
+}
+
+TEST(dead_ipc_namespace_is_released_while_new_ones_keep_coming)
+{
+	const size_t shm_size = 64 << 20;
+	long base = meminfo_kb("Shmem"), now;
+	pid_t churner;
+
+	ASSERT_LE(0, base);
+	churner = namespace_churner();
+	ASSERT_LT(0, churner);
+	ASSERT_EQ(0, die_in_namespace(shm_size));
+	now = await_shmem_below(base, shm_size);
+	kill(churner, SIGKILL);
+	wait_exit(churner);
 	EXPECT_GT(base + (long)(shm_size >> 10) / 4, now)
 		TH_LOG("Shmem %ld kB, was %ld kB before the namespace", now, base);
 }

@@ -108,4 +108,40 @@ TEST(unload_while_expired_waits_are_in_flight)
 	write_file(RT_RUNTIME, saved);
 }
 
+/*
+ * A region's dentry outlives its files when an O_PATH reopen holds it, and
+ * its name is printed by this module's code: the module must stay loaded.
+ */
+TEST(a_path_to_a_region_keeps_the_module_loaded)
+{
+	char path[64], link[64];
+	int dev, rfd, pfd;
+	ssize_t n;
+
+	ASSERT_EQ(0, access("/syncmem.ko", R_OK)) TH_LOG("only in the test guest");
+	dev = dev_open();
+	ASSERT_LE(0, dev);
+	rfd = raw_region_open(dev, NULL, 0, 4096, 0, NULL);
+	ASSERT_LE(0, rfd);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", rfd);
+	pfd = open(path, O_PATH);
+	ASSERT_LE(0, pfd);
+	close(rfd);
+	close(dev);
+	/* No file of the module is open, but its dentry is referenced. */
+	EXPECT_NE(0, run("rmmod syncmem 2>/dev/null"));
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
+	n = readlink(path, link, sizeof(link) - 1);
+	ASSERT_LT(0, n);
+	link[n] = '\0';
+	EXPECT_STREQ("syncmem:[anonymous]", link);
+	close(pfd);
+	/* Its inode goes an RCU grace period later; then the module may. */
+	for (int tries = 0; run("rmmod syncmem 2>/dev/null"); tries++) {
+		ASSERT_GT(300, tries);
+		usleep(10 * 1000);
+	}
+	ASSERT_EQ(0, run("insmod /syncmem.ko"));
+}
+
 TEST_HARNESS_MAIN

@@ -191,8 +191,7 @@ struct syncmem_region_info {
  * @mappings:	Likewise.
  * @waiters:	Likewise.
  * @id:		The name's position for the cursor (increases with creation).
- * @name:	The name, NUL-padded.
- * @pad:	Zero.
+ * @name:	The name, NUL-padded (the only byte array of this interface).
  */
 struct syncmem_region_entry {
 	__u64 size;
@@ -223,7 +222,7 @@ struct syncmem_region_entry {
  * Names are listed in creation order; names created or unlinked between two
  * calls appear or not, but none is listed twice. What is listed is what
  * ls -l shows of /dev/shm, so any caller in the namespace may list.
- * Returns 0; -EFAULT, -EINVAL.
+ * Returns 0; -EFAULT, -EINVAL, -ENOMEM.
  */
 struct syncmem_region_list {
 	__u64 entries;
@@ -284,8 +283,9 @@ struct syncmem_wait {
  * @flags:	In: must be zero.
  *
  * @count applies to waiters of writable region fds; read-only waiters
- * (observers) queued when the call began are all woken besides. Returns the
- * number of waiters woken, observers included. Needs a writable region fd.
+ * (observers) queued when the call began are all woken besides, unless
+ * @count is 0 (nobody is woken). Returns the number of waiters woken,
+ * observers included. Needs a writable region fd.
  */
 struct syncmem_notify {
 	__u64 offset;
@@ -357,9 +357,10 @@ struct syncmem_eventfd {
  * exactly one struct syncmem_completion for it will be queued on the handle.
  * A read-only @region_fd makes it an observer (see struct syncmem_wait).
  *
- * Errors: -EEXIST (it would be queued while a pending wait of the handle has
- * @user_data), -EAGAIN (the handle's max_async_waits), -EDQUOT (the handle
- * opener's max_user_async_waits), -ENOMEM, -EBADF, -EINVAL.
+ * Errors: -EEXIST (it would be queued while a wait of the handle that has
+ * @user_data is pending, i.e. until that wait's record is queued), -EAGAIN
+ * (the handle's max_async_waits), -EDQUOT (the handle opener's
+ * max_user_async_waits), -ENOMEM, -EBADF, -EINVAL.
  */
 struct syncmem_wait_async {
 	__s32 region_fd;
