@@ -299,6 +299,55 @@ TEST_F(observer, read_only_fd_cannot_notify_handoff_or_arm)
 	EXPECT_EQ(-EBADF, raw_ioctl(self->dev, SYNCMEM_IOC_ARM_ON_CLOSE, &a));
 }
 
+/*
+ * A handle being closed has its waits cancelled one by one; a hand-off made
+ * meanwhile must go to a live waiter, not to one of those (it would be lost
+ * with them, and the lock with it).
+ */
+HEAVY_TEST(handoff_passes_over_a_closing_handles_waits)
+{
+	int dev = dev_open(), rfd, up[2], down[2], n = 50000;
+	pid_t live, closer;
+	char c;
+
+	ASSERT_LE(0, dev);
+	rfd = anon_region(dev, (n + 1) * 4);
+	ASSERT_LE(0, rfd);
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	closer = fork();
+	if (closer == 0) {
+		int h = dev_open();
+
+		/* Many waits first, then the one queued on word 0. */
+		for (int i = 1; i <= n + 1; i++)
+			if (raw_wait_async(h, rfd, 4 * (i % (n + 1)), 0, SYNCMEM_NO_DEADLINE, i) !=
+			    SYNCMEM_WAIT_QUEUED)
+				_exit(1);
+		if (write(up[1], "q", 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(1);
+		/* The parent hands off as soon as it hears this. */
+		if (write(up[1], "c", 1) != 1)
+			_exit(1);
+		close(h);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(up[0], &c, 1));
+	/* A live waiter behind the closing handle's. */
+	live = fork();
+	if (live == 0)
+		_exit(wait_sync(rfd, 0, 0, 60 * 1000000000LL));
+	ASSERT_EQ(1, await_fd_waiters(rfd, n + 2));
+	ASSERT_EQ(1, write(down[1], "g", 1));
+	ASSERT_EQ(1, read(up[0], &c, 1));
+	usleep(5000);
+	EXPECT_EQ(SYNCMEM_HANDOFF_WOKE, handoff(rfd, 0, 0));
+	EXPECT_EQ(SYNCMEM_WAIT_HANDED_OFF, wait_exit(live));
+	EXPECT_EQ(0, wait_exit(closer));
+	close(rfd);
+	close(dev);
+}
+
 /* ---- 4: kernel memory is charged to the caller's memory cgroup ----------- */
 
 #define CGROUP "/sys/fs/cgroup/syncmem-charge"
