@@ -352,21 +352,6 @@ HEAVY_TEST(handoff_passes_over_a_closing_handles_waits)
 
 #define CGROUP "/sys/fs/cgroup/syncmem-charge"
 
-static long meminfo_kb(const char *field)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, strlen(field)) && line[strlen(field)] == ':')
-			v = atol(line + strlen(field) + 1);
-	fclose(f);
-	return v;
-}
-
 /* Bytes of unreclaimable slab charged to the test cgroup. */
 static long cgroup_slab(void)
 {
@@ -381,17 +366,6 @@ static long cgroup_slab(void)
 			v = atol(line + 19);
 	fclose(f);
 	return v;
-}
-
-static int write_str(const char *path, const char *v)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fputs(v, f) >= 0;
-	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 enum what { NULL_FILES, HANDLES, HANDLES_AND_REGIONS };
@@ -411,7 +385,7 @@ static int uncharged_per_object(int n, enum what what)
 		long g0, c0, g1, c1, lost;
 
 		snprintf(me, sizeof(me), "%d", getpid());
-		if (setrlimit(RLIMIT_NOFILE, &rl) || write_str(CGROUP "/cgroup.procs", me))
+		if (setrlimit(RLIMIT_NOFILE, &rl) || write_file(CGROUP "/cgroup.procs", me))
 			_exit(251);
 		g0 = meminfo_kb("SUnreclaim");
 		c0 = cgroup_slab();
@@ -445,7 +419,7 @@ TEST(handles_and_regions_are_charged_to_the_callers_cgroup)
 		SKIP(return, "kmemleak's own memory is never charged: measured without it");
 	if (access(CGROUP, F_OK))
 		ASSERT_EQ(0, mkdir(CGROUP, 0755));
-	ASSERT_EQ(0, write_str("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
 	base = uncharged_per_object(2000, NULL_FILES);
 	handles = uncharged_per_object(2000, HANDLES);
 	regions = uncharged_per_object(1000, HANDLES_AND_REGIONS);
@@ -506,23 +480,33 @@ TEST(handoff_without_waiters_allocates_nothing)
 
 struct probe {
 	int rfd;
+	uint64_t n;		/* sleepers */
 	_Atomic int stop;
-	_Atomic int64_t worst;	/* longest single call while measuring */
-	_Atomic int measuring;
+	_Atomic int armed;
+	_Atomic int stolen;	/* sleepers the prober woke mid-notify */
 };
 
-/* Takes the word's queue lock again and again (a WAIT that finds 1 != 0). */
-static void *lock_prober(void *arg)
+/*
+ * Once the big notify has begun claiming (fewer than n waiters, but not
+ * none), ask for one more wake-up. If the notify held the queue lock from
+ * its first claim to its last, such a request can only get the lock when
+ * nobody is left (0); if it lets go between batches, the request finds a
+ * sleeper still queued and wakes it (1).
+ */
+static void *stealer(void *arg)
 {
 	struct probe *p = arg;
 
+	if (pin_to_cpu(1))
+		return NULL;
 	while (!atomic_load(&p->stop)) {
-		int64_t t0 = now_ns(), d;
+		uint64_t left;
 
-		wait_sync(p->rfd, 0, 1, 0);
-		d = now_ns() - t0;
-		if (atomic_load(&p->measuring) && d > atomic_load(&p->worst))
-			atomic_store(&p->worst, d);
+		if (!atomic_load(&p->armed))
+			continue;
+		left = fd_waiters(p->rfd);
+		if (left > 0 && left < p->n && notify(p->rfd, 0, 1) == 1)
+			atomic_fetch_add(&p->stolen, 1);
 	}
 	return NULL;
 }
@@ -539,39 +523,21 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-static int pin_to_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
-
-static void *pinned_lock_prober(void *arg)
-{
-	if (pin_to_cpu(1))
-		return NULL;
-	return lock_prober(arg);
-}
-
 /*
- * The notifier and its sleepers share CPU 0; the prober has CPU 1 to itself,
- * so the only thing that can hold up its calls is the queue lock. The
- * notifier runs SCHED_FIFO during its call, so the sleepers it wakes cannot
- * preempt it: the call's duration is its own work.
+ * The notifier and its sleepers share CPU 0, the notifier SCHED_FIFO during
+ * its call so that the sleepers it wakes cannot run before it is done; the
+ * stealer has CPU 1 to itself.
  */
-HEAVY_TEST(notify_all_of_many_sleepers_holds_the_lock_briefly)
+HEAVY_TEST(notify_all_of_many_sleepers_lets_go_of_the_lock_between_batches)
 {
 	enum { N = 1000 };
 	static pthread_t threads[N];
 	struct sched_param fifo = { .sched_priority = 10 }, other = { 0 };
+	struct probe p = { .n = N };
 	struct sleeper s;
-	struct probe p = { 0 };
 	pthread_attr_t attr;
-	double best = 1e9;
 	pthread_t prober;
-	int dev = dev_open();
+	int best = 0, dev = dev_open();
 
 	ASSERT_LE(0, dev);
 	s.rfd = p.rfd = anon_region(dev, PG);
@@ -580,32 +546,31 @@ HEAVY_TEST(notify_all_of_many_sleepers_holds_the_lock_briefly)
 	ASSERT_EQ(0, pin_to_cpu(0));
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	ASSERT_EQ(0, pthread_create(&prober, NULL, pinned_lock_prober, &p));
-	for (int round = 0; round < 3; round++) {
-		int64_t t0, took;
+	ASSERT_EQ(0, pthread_create(&prober, NULL, stealer, &p));
+	for (int round = 0; round < 3 && best < 1; round++) {
+		int woken;
 
 		for (int i = 0; i < N; i++)
 			ASSERT_EQ(0, pthread_create(&threads[i], &attr, sleeper, &s));
 		ASSERT_EQ(1, await_fd_waiters(s.rfd, N));
-		atomic_store(&p.worst, 0);
-		atomic_store(&p.measuring, 1);
+		atomic_store(&p.stolen, 0);
+		atomic_store(&p.armed, 1);
 		ASSERT_EQ(0, sched_setscheduler(0, SCHED_FIFO, &fifo));
-		t0 = now_ns();
-		EXPECT_EQ(N, notify(s.rfd, 0, SYNCMEM_ALL));
-		took = now_ns() - t0;
+		woken = notify(s.rfd, 0, SYNCMEM_ALL);
 		ASSERT_EQ(0, sched_setscheduler(0, SCHED_OTHER, &other));
-		atomic_store(&p.measuring, 0);
+		atomic_store(&p.armed, 0);
 		for (int i = 0; i < N; i++)
 			pthread_join(threads[i], NULL);
-		if ((double)atomic_load(&p.worst) / (double)took < best)
-			best = (double)atomic_load(&p.worst) / (double)took;
-		TH_LOG("round %d: notify of %d took %lld us, a racing lock taker waited at most %lld us",
-		       round, N, (long long)took / 1000, (long long)atomic_load(&p.worst) / 1000);
+		/* Every sleeper woken exactly once, by one or the other. */
+		EXPECT_EQ(N, woken + atomic_load(&p.stolen));
+		if (atomic_load(&p.stolen) > best)
+			best = atomic_load(&p.stolen);
+		TH_LOG("round %d: the notify woke %d, a racing notify got in between batches %d times",
+		       round, woken, atomic_load(&p.stolen));
 	}
 	atomic_store(&p.stop, 1);
 	pthread_join(prober, NULL);
-	/* Woken in batches of 16: nobody waits for the whole wake-up. */
-	EXPECT_GT(0.25, best);
+	EXPECT_LE(1, best);
 	close(s.rfd);
 	close(dev);
 }
@@ -635,47 +600,79 @@ static void *drain_records(void *arg)
 	return NULL;
 }
 
-/* The flood is sized to take about two seconds to queue on this kernel. */
-HEAVY_TEST(expiries_of_one_handle_do_not_delay_another)
+/*
+ * One trial: a flood of expiries on one handle, all due at once, and one
+ * expiry of another handle due 20 ms later. Sets how long the flood took to
+ * time out and how late the other handle's expiry was; 0, 1 when the host
+ * was too slow to queue the flood before it was due, or -1.
+ */
+static int flood_trial(int64_t *flood, int64_t *late)
 {
 	enum { MAX_FLOOD = 50000 };
 	struct syncmem_completion rec;
 	struct drain d;
-	int64_t deadline, late, flood, cost;
+	int64_t deadline, cost;
 	pthread_t drainer;
+	int rfd, b, ret = -1;
 	long n;
-	int rfd, b;
 
 	d.dev = dev_open();
 	b = dev_open();
-	ASSERT_LE(0, d.dev);
-	ASSERT_LE(0, b);
 	rfd = anon_region(d.dev, MAX_FLOOD * 4);
-	ASSERT_LE(0, rfd);
+	if (d.dev < 0 || b < 0 || rfd < 0)
+		return -1;
+	/* About two seconds' worth of waits to queue on this kernel. */
 	cost = wait_async_cost(rfd);
 	n = 2000000000LL / (cost > 1 ? cost : 1);
 	n = n < 10000 ? 10000 : n > MAX_FLOOD ? MAX_FLOOD : n;
 	d.want = n;
-	/* All of the flood due at once, once it is all queued. */
-	deadline = now_ns() + 3 * n * cost + 500000000LL;
-	for (long i = 0; i < n; i++)
-		ASSERT_EQ(SYNCMEM_WAIT_QUEUED,
-			  raw_wait_async(d.dev, rfd, 4 * i, 0, deadline, i + 1));
-	/* Another handle's wait, due just after the flood's. */
-	ASSERT_EQ(SYNCMEM_WAIT_QUEUED,
-		  raw_wait_async(b, rfd, 0, 0, deadline + 20000000, 1));
-	ASSERT_EQ(0, pthread_create(&drainer, NULL, drain_records, &d));
-	ASSERT_EQ(sizeof(rec), read(b, &rec, sizeof(rec)));
-	late = now_ns() - (deadline + 20000000);
-	EXPECT_EQ(SYNCMEM_WAIT_TIMED_OUT, rec.result);
+	deadline = now_ns() + 5 * n * cost + 1000000000LL;
+	for (long i = 0; i < n; i++) {
+		int q = raw_wait_async(d.dev, rfd, 4 * i, 0, deadline, i + 1);
+
+		if (q != SYNCMEM_WAIT_QUEUED) {
+			/* Too slow to queue before the deadline: inconclusive. */
+			ret = q == SYNCMEM_WAIT_TIMED_OUT ? 1 : -1;
+			goto out;
+		}
+	}
+	if (raw_wait_async(b, rfd, 0, 0, deadline + 20000000, 1) != SYNCMEM_WAIT_QUEUED ||
+	    pthread_create(&drainer, NULL, drain_records, &d))
+		goto out;
+	if (read(b, &rec, sizeof(rec)) == sizeof(rec) && rec.result == SYNCMEM_WAIT_TIMED_OUT)
+		ret = 0;
+	*late = now_ns() - (deadline + 20000000);
 	pthread_join(drainer, NULL);
-	flood = d.last - deadline;
-	TH_LOG("%ld expiries took %lld ms; the other handle's was %lld ms late",
-	       n, (long long)flood / 1000000, (long long)late / 1000000);
-	EXPECT_GT(flood / 4, late);
+	*flood = d.last - deadline;
+out:
 	close(rfd);
 	close(b);
 	close(d.dev);
+	return ret;
+}
+
+/*
+ * Before, all expiries went through one work item in firing order: the
+ * other handle's waited for the whole flood. Best of two trials, so that a
+ * busy host stalling the guest once does not decide.
+ */
+HEAVY_TEST(expiries_of_one_handle_do_not_delay_another)
+{
+	int64_t flood = 0, late = 0;
+	bool ok = false;
+
+	for (int trial = 0, done = 0; trial < 4 && done < 2 && !ok; trial++) {
+		int ret = flood_trial(&flood, &late);
+
+		ASSERT_LE(0, ret);
+		if (ret)
+			continue;
+		done++;
+		TH_LOG("trial %d: the flood took %lld ms to expire; the other handle's expiry was %lld ms late",
+		       trial, (long long)flood / 1000000, (long long)late / 1000000);
+		ok = late < flood / 4;
+	}
+	EXPECT_TRUE(ok);
 }
 
 /* ---- 14: smaller ABI points ---------------------------------------------- */

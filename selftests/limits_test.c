@@ -49,17 +49,6 @@ FIXTURE_TEARDOWN(limits)
 	close(self->dev);
 }
 
-static int write_file(const char *path, const char *v)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fputs(v, f) >= 0;
-	return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 /* Create named regions PREFIX-TAG-0.. of @size until one fails: its -errno. */
 static int create_until_error(const char *prefix, const char *tag, uint64_t size,
 			      int *created)

@@ -346,21 +346,6 @@ TEST_F(names, syncmemctl_lists_names_with_hostile_bytes_escaped)
 	close(fd);
 }
 
-static long meminfo_kb(const char *field)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, strlen(field)) && line[strlen(field)] == ':')
-			v = atol(line + strlen(field) + 1);
-	fclose(f);
-	return v;
-}
-
 /*
  * A child that dies in an IPC namespace of its own holding @shm_size bytes
  * of SysV memory (which lives exactly as long as the namespace) and a name.

@@ -714,18 +714,6 @@ TEST_F(regions, names_scoped_to_ipc_namespace)
 	syncmem_close(r);
 }
 
-static int write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, strlen(text));
-	close(fd);
-	return n == (ssize_t)strlen(text) ? 0 : -EIO;
-}
-
 static long long read_ll(const char *path)
 {
 	char buf[64] = "";

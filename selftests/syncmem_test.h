@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,44 @@ static inline int reap_notifying(const pid_t *pids, int n, struct syncmem_region
 			bad++;
 	}
 	return bad;
+}
+
+/* Write @v to the file at @path (sysfs, procfs, cgroupfs): 0 or -1. */
+static inline int write_file(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(v, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* A /proc/meminfo field in kB, or -1. */
+static inline long meminfo_kb(const char *field)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)) && line[strlen(field)] == ':')
+			v = atol(line + strlen(field) + 1);
+	fclose(f);
+	return v;
+}
+
+/* Run the calling thread on @cpu only: 0 or -1. */
+static inline int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
 }
 
 /* Drop to uid/gid 65534 (nobody) for the rest of this (child) process. */

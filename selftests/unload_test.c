@@ -19,26 +19,6 @@
 
 #define RT_RUNTIME "/proc/sys/kernel/sched_rt_runtime_us"
 
-static int pin_to_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
-
-static int write_file(const char *path, const char *v)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fputs(v, f) >= 0;
-	return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 /* A SCHED_FIFO child spinning on CPU 1 for @ms milliseconds. */
 static pid_t hog_cpu1(int ms, int dev)
 {
