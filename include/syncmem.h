@@ -175,9 +175,11 @@ int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 /*
  * The pool header, at the start of the pool's memory. Fixed layout (576
  * bytes, nine cache lines), the same in every process and build. Offsets
- * are from the pool start.
+ * are from the pool start. The library reads the geometry once, when a
+ * process builds or attaches the pool, and keeps it in its handle: later
+ * changes to these fields by another process have no effect on it.
  */
-struct syncmem_pool {
+struct syncmem_pool_header {
 	/* Line 0: identity and geometry, written once by the creator. */
 	uint32_t magic;		/* SYNCMEM_POOL_MAGIC once ready */
 	uint32_t version;	/* SYNCMEM_POOL_VERSION */
@@ -205,14 +207,24 @@ struct syncmem_pool {
 	} shard[SYNCMEM_POOL_SHARDS];
 } __attribute__((aligned(64)));
 
+/*
+ * A process's handle on a pool: private memory holding where this process
+ * maps the pool and the geometry it validated when it built or attached it.
+ * Every index the pool's shared memory holds is checked against that
+ * geometry before use, so whatever another process writes into the pool,
+ * no call reads or writes outside it. Free it with syncmem_pool_detach().
+ */
+struct syncmem_pool;
+
 /* Bytes needed for @nblocks blocks of @block_size bytes; 0 if impossible. */
 size_t syncmem_pool_footprint(uint32_t block_size, uint32_t nblocks);
 
 /*
  * Build a pool in @mem (64-byte aligned, @len >= footprint), once, by its
- * creator. Errors: -EINVAL (bad alignment, geometry or length), -E2BIG
- * (the pool would exceed the 4 GiB that 32-bit offsets reach), -EEXIST
- * (@mem already holds a pool or one being built).
+ * creator, and return a handle on it. Errors: -EINVAL (bad alignment,
+ * geometry or length), -E2BIG (the pool would exceed the 4 GiB that 32-bit
+ * offsets reach), -EEXIST (@mem already holds a pool or one being built),
+ * -EBADF (@mem is mapped read-only), -ENOMEM (no memory for the handle).
  */
 int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nblocks,
 		      struct syncmem_pool **out);
@@ -222,18 +234,37 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
  * Zeroed or foreign memory: -EPROTO at once. A pool whose creator is still
  * building it: wait until it is ready, at most SYNCMEM_POOL_ATTACH_WAIT_MS,
  * then -ETIMEDOUT. -EINVAL when @len is smaller than the pool or @mem is
- * misaligned.
+ * misaligned; -ENOMEM. Memory mapped read-only may be attached: the handle
+ * then reads (syncmem_pool_ptr(), syncmem_pool_free_count()), and alloc
+ * and free report -EBADF.
  */
 #define SYNCMEM_POOL_ATTACH_WAIT_MS 10000
 int syncmem_pool_attach(void *mem, size_t len, struct syncmem_pool **out);
 
-/* A free block's offset from the pool start; 0 when none is free. Lock-free. */
+/* Free the handle (not the pool: other processes keep using it). NULL is ignored. */
+void syncmem_pool_detach(struct syncmem_pool *p);
+
+/*
+ * A free block's offset from the pool start; 0 when none can be had: the
+ * pool is exhausted, or syncmem_pool_alloc_checked() tells why not.
+ * Lock-free.
+ */
 uint32_t syncmem_pool_alloc(struct syncmem_pool *p);
+
+/*
+ * The same with the reason: 0 and the block's offset in *@off, or
+ * -ENOMEM (no block is free), -EUCLEAN (the pool's shared memory holds
+ * values this library never writes: another process corrupted it, see
+ * Documentation/syncmem/library.rst), -EBADF (mapped read-only), -EINVAL
+ * (NULL handle or @off). *@off is 0 on failure.
+ */
+int syncmem_pool_alloc_checked(struct syncmem_pool *p, uint32_t *off);
 
 /*
  * Give a block back. -EINVAL for an offset that is not a block of this pool,
  * -EALREADY for a block that is already free (of two racing frees of one
- * block exactly one succeeds). Lock-free.
+ * block exactly one succeeds), -EUCLEAN for a corrupted pool (the block may
+ * then be lost), -EBADF when mapped read-only. Lock-free.
  */
 int syncmem_pool_free(struct syncmem_pool *p, uint32_t off);
 

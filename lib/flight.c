@@ -25,6 +25,7 @@
 #include <linux/syncmem.h>
 
 #include "keytab.h"
+#include "pool.h"
 
 #define FLIGHT_RUNNING	0u
 #define FLIGHT_DONE	1u
@@ -49,10 +50,11 @@ _Static_assert(sizeof(struct keytab_entry) + sizeof(struct flight) <= KEYTAB_ENT
 struct flight_call {
 	struct syncmem_region *r;
 	struct syncmem_flight *f;
-	struct syncmem_pool *pool;
+	struct syncmem_pool pool;	/* the result pool, attached for this call */
 	struct keytab_entry *e;
 	struct flight_call *outer;	/* the flight this thread led around this one */
 	uint64_t guard;
+	uint32_t block;			/* a leader's result block */
 	bool leader;
 };
 
@@ -86,7 +88,7 @@ int syncmem_flight_init(struct syncmem_region *r, void *mem, size_t len, uint32_
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (syncmem__object_offset(r, pool, sizeof(*pool), 1, &pool_off) ||
+	if (!pool || syncmem__object_offset(r, pool->hdr, pool->g.footprint, 1, &pool_off) ||
 	    syncmem__object_offset(r, mem, len, 1, &mem_off))
 		return -EINVAL;
 	return syncmem__keytab_init(mem, len, nentries, SYNCMEM_FLIGHT_MAGIC, pool_off,
@@ -126,7 +128,9 @@ static int flight_call_init(struct flight_call *c, struct syncmem_region *r,
 	err = syncmem__key_check(key, len);
 	if (err)
 		return err;
-	err = syncmem_pool_attach((char *)r->base + f->t.aux, r->size - f->t.aux, &c->pool);
+	/* Attached at init: no waiting for a creator now. */
+	err = syncmem__pool_attach_at(&c->pool, (char *)r->base + f->t.aux, r->size - f->t.aux,
+				      0, !r->rdonly);
 	return err == -ETIMEDOUT ? -EPROTO : err;
 }
 
@@ -139,7 +143,7 @@ static void flight_put_locked(struct flight_call *c, struct keytab_entry *e)
 		return;
 	if (fl->linked)
 		syncmem__keytab_unlink(&c->f->t, e);
-	syncmem_pool_free(c->pool, fl->result_off);
+	syncmem_pool_free(&c->pool, fl->result_off);
 	syncmem__keytab_free(&c->f->t, e);
 }
 
@@ -194,19 +198,20 @@ static int flight_join(struct flight_call *c, const void *key, size_t len)
 		c->e = e;
 		goto out;
 	}
-	block = syncmem_pool_alloc(c->pool);
+	block = syncmem_pool_alloc(&c->pool);
 	if (!block) {
 		err = -ENOMEM;
 		goto out;
 	}
 	e = syncmem__keytab_insert(&c->f->t, key, len, hash);
 	if (!e) {
-		syncmem_pool_free(c->pool, block);
+		syncmem_pool_free(&c->pool, block);
 		err = -ENOSPC;
 		goto out;
 	}
 	fl = entry_flight(e);
 	*fl = (struct flight){ .result_off = block, .leader = (uint32_t)getpid(), .linked = 1 };
+	c->block = block;
 	e->refs = 1;
 	/* Armed before anyone can see us as the leader. */
 	err = syncmem__guard_arm(c->r, &fl->done, FLIGHT_RUNNING, FLIGHT_DIED, &c->guard);
@@ -227,13 +232,13 @@ out:
 static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_arg)
 {
 	struct flight *fl = entry_flight(c->e);
-	size_t cap = c->pool->requested_size, n = 0;
+	size_t cap = c->pool.g.requested_size, n = 0;
 	uint32_t followers = 0;
 	int ret;
 
 	c->outer = leading;
 	leading = c;
-	ret = fn(fn_arg, syncmem_pool_ptr(c->pool, fl->result_off), cap, &n);
+	ret = fn(fn_arg, syncmem_pool_ptr(&c->pool, c->block), cap, &n);
 	leading = c->outer;
 	if (!ret && n > cap)
 		ret = -EMSGSIZE;
@@ -261,7 +266,7 @@ static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_ar
 static int flight_outcome(struct flight_call *c, const void **data)
 {
 	struct flight *fl = entry_flight(c->e);
-	uint32_t done = __atomic_load_n(&fl->done, __ATOMIC_ACQUIRE);
+	uint32_t done = __atomic_load_n(&fl->done, __ATOMIC_ACQUIRE), len;
 
 	*data = NULL;
 	if (done == FLIGHT_DIED)
@@ -270,8 +275,10 @@ static int flight_outcome(struct flight_call *c, const void **data)
 		return -EIO;
 	if (fl->error)
 		return fl->error;
-	*data = syncmem_pool_ptr(c->pool, fl->result_off);
-	return (int)fl->result_len;
+	len = __atomic_load_n(&fl->result_len, __ATOMIC_RELAXED);
+	*data = syncmem__pool_block(&c->pool, __atomic_load_n(&fl->result_off, __ATOMIC_RELAXED),
+				    len);
+	return *data ? (int)len : -EUCLEAN;
 }
 
 int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const void *key,

@@ -19,6 +19,24 @@ struct syncmem_region {
 	bool rdonly;
 };
 
+/*
+ * Failed attempts after which a call gives up with -EUCLEAN: a
+ * compare-and-swap on a shared word that keeps losing, a wait that keeps
+ * finding its word changed. Each failure means another process changed the
+ * word in a window of nanoseconds (a microsecond for a wait); honest
+ * contention does not do that this many times in one call, a peer
+ * scribbling on the word does (and could otherwise keep the call spinning
+ * forever). 2^16 failures take well under a second.
+ */
+#define SYNCMEM__RETRY_MAX	65536u
+
+/*
+ * Whether this process may write the 4-byte word at @word, probed without a
+ * write that could fault: 1 writable, 0 mapped read-only (a SIGSEGV on
+ * write). 1 when the probe itself is unavailable.
+ */
+int syncmem__writable(uint32_t *word);
+
 /* Device path; $SYNCMEM_DEVICE overrides it (tests, unusual setups). */
 #define SYNCMEM_DEVICE_PATH "/dev/syncmem"
 
