@@ -109,10 +109,10 @@ HOSTTESTS_ASAN := $(patsubst tests/host/%.c,$(BUILD)/host-asan/%,$(HOSTTEST_SRCS
 HOSTTESTS_TSAN := $(patsubst tests/host/%.c,$(BUILD)/host-tsan/%,$(HOSTTEST_SRCS))
 HOSTTESTS_ALL := $(HOSTTESTS) $(HOSTTESTS_ASAN) $(HOSTTESTS_TSAN)
 hosttests: $(HOSTTESTS_ALL)
-HOST_DEPS := $(LIB_SRCS) $(LIB_HDRS) $(wildcard selftests/*.h) $(LINUX_FILES)/.stamp
+HOST_DEPS := $(LIB_SRCS) $(LIB_HDRS) $(wildcard selftests/*.h tests/host/*.h) $(LINUX_FILES)/.stamp
 $(BUILD)/host/%: tests/host/%.c lib/libsyncmem.a $(HOST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a -pthread -luring
+	$(CC) $(PROG_CFLAGS) -Iselftests -Ilib -o $@ $< lib/libsyncmem.a -pthread -luring
 $(BUILD)/host-asan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring

@@ -306,22 +306,25 @@ void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
 
 /*
  * Take the lock, blocking. 0, SYNCMEM_TIMED_OUT (lock_timed), -EDEADLK when
- * this thread already holds it, -EINVAL when @l is not inside @r. Waiters
- * (blocking and async) queue in one FIFO. Uncontended: one CAS, no system
- * call: one CAS each way (a thread's very first lock caches its thread id
- * with gettid()).
+ * this thread already holds it, -EINVAL when @l is not inside @r, -EBADF
+ * when @r is mapped read-only, -EUCLEAN when the lock holds a value this
+ * library never writes or its word keeps changing under the call (another
+ * process wrote it). Waiters (blocking and async) queue in one FIFO.
+ * Uncontended: one CAS, no system call: one CAS each way (a thread's very
+ * first lock caches its thread id with gettid()).
  */
 int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l);
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns);
 int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l);	/* 0 or -EBUSY */
 
-/* -EPERM when not locked, or locked by another thread. */
+/* -EPERM when not locked, or locked by another thread; -EBADF, -EUCLEAN. */
 int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l);
 
 /*
  * Take the lock asynchronously: returns 0 at once, and cb(arg, 0) runs from
  * the loop with the lock held (the callee must unlock), or cb(arg, -ECANCELED)
- * if the loop is freed first. Never inside this call.
+ * if the loop is freed first, or cb(arg, -EUCLEAN). Never inside this call.
+ * -EINVAL, -EBADF before anything is queued.
  */
 int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
@@ -346,14 +349,17 @@ struct syncmem_gate {
 
 void syncmem_gate_init(struct syncmem_gate *g, bool open);
 
-/* 0 once through (the gate is closed again), or SYNCMEM_TIMED_OUT. */
+/*
+ * 0 once through (the gate is closed again), or SYNCMEM_TIMED_OUT;
+ * -EUCLEAN for a word no gate holds, -EBADF on a read-only region.
+ */
 int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t timeout_ns);
 
 /* cb(arg, 0) from the loop once through, or cb(arg, -ECANCELED). */
 int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg);
 
-/* 1 when handed to a waiter, 0 when the gate was opened; negative errno. */
+/* 1 when handed to a waiter, 0 when the gate was opened; -EUCLEAN, -EBADF. */
 int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
 
 /* ---- Counting semaphore, FIFO -------------------------------------------- */
@@ -363,7 +369,10 @@ int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
 /*
  * A counting semaphore in shared memory (64 bytes). post() hands its unit to
  * the oldest waiter if one is queued, else counts it, so waiters are served
- * in arrival order. Uncontended wait and post make no system call.
+ * in arrival order. Uncontended wait and post make no system call. Every
+ * call that writes it returns -EBADF on a read-only region, and -EUCLEAN
+ * when the word holds more than SYNCMEM_SEM_VALUE_MAX units or 2^31 waiters
+ * or more, or keeps changing under the call.
  */
 struct syncmem_sem {
 	uint64_t word;		/* low 32 bits: units; high 32 bits: waiters */
@@ -392,7 +401,8 @@ uint32_t syncmem_sem_value(const struct syncmem_sem *s);	/* units available now 
  * for those ahead of it, and a steady stream of readers cannot starve it.
  * Locking it again from a thread that holds it: -EDEADLK for a writer; a
  * reader doing so can deadlock behind a queued writer (as with every fair
- * rwlock), so do not.
+ * rwlock), so do not. -EBADF on a read-only region; -EUCLEAN when the
+ * reader count would overflow or a word keeps changing under the call.
  */
 struct syncmem_rwlock {
 	struct syncmem_lock turnstile;	/* fair: arrival order of all lockers */

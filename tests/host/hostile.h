@@ -8,13 +8,23 @@
 #ifndef SYNCMEM_HOSTILE_H
 #define SYNCMEM_HOSTILE_H
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/syncmem.h>
+
+#include "internal.h"
+#include "syncmem_test.h"
 
 /* A shared mapping whose usable part lies between two guard pages. */
 struct guarded {
@@ -51,6 +61,72 @@ static inline int guarded_map(size_t len, struct guarded *g)
 static inline void guarded_unmap(struct guarded *g)
 {
 	munmap(g->map, g->map_len);
+}
+
+/*
+ * A region handle over plain shared memory, for calls that take one. Its
+ * fd is /dev/null: no kernel behind it, so a call that has to wait or wake
+ * gets -ENOTTY from the ioctl, and everything else runs as on a region.
+ * 0, or -1.
+ */
+static inline int stand_in_region(struct syncmem_region *r, void *mem, size_t len, bool rdonly)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	syncmem__region_fill(r, fd, mem, len, rdonly);
+	return 0;
+}
+
+/*
+ * A stand-in kernel that says "the word changed" to every wait: from the
+ * call on, each ioctl of the calling thread goes to a supervisor thread
+ * (seccomp user notification), which answers SYNCMEM_IOC_WAIT with
+ * SYNCMEM_WAIT_NOT_EQUAL and everything else with -ENOTTY. That is what a
+ * peer changing a word between every read and every wait achieves, without
+ * depending on timing. For a victim child only (there is no way back). 0,
+ * or -1 when seccomp is not available.
+ */
+static inline void *changed_kernel(void *arg)
+{
+	int *listener = arg, fd;
+
+	while ((fd = __atomic_load_n(listener, __ATOMIC_ACQUIRE)) < 0)
+		usleep(100);
+	for (;;) {
+		struct seccomp_notif req;
+		struct seccomp_notif_resp resp;
+
+		memset(&req, 0, sizeof(req));
+		if (ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req))
+			continue;	/* interrupted, or the waiter died: next */
+		memset(&resp, 0, sizeof(resp));
+		resp.id = req.id;
+		if ((uint32_t)req.data.args[1] == (uint32_t)SYNCMEM_IOC_WAIT)
+			resp.val = SYNCMEM_WAIT_NOT_EQUAL;
+		else
+			resp.error = -ENOTTY;
+		ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
+	return NULL;
+}
+
+static inline int every_wait_finds_the_word_changed(void)
+{
+	static int listener = -1;
+	pthread_t t;
+	int fd;
+
+	/* The supervisor first: the filter is only this thread's. */
+	if (pthread_create(&t, NULL, changed_kernel, &listener))
+		return -1;
+	fd = seccomp_on_ioctl(SECCOMP_RET_USER_NOTIF, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+	if (fd < 0)
+		return -1;
+	/* Release: the supervisor sees the listener ready. */
+	__atomic_store_n(&listener, fd, __ATOMIC_RELEASE);
+	return 0;
 }
 
 /* xorshift32: cheap, repeatable randomness (never 0 from a non-zero seed). */
