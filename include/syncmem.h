@@ -488,7 +488,10 @@ struct syncmem_keytab {
  * FIFO order (fair hand-off); different keys are independent. An entry
  * exists while someone holds or waits for its key and is reclaimed after.
  * Errors beyond the mutex's: -ENOSPC when all @nentries keys are in use,
- * -E2BIG for a key longer than SYNCMEM_KEY_MAX, -EINVAL for an empty key.
+ * -E2BIG for a key longer than SYNCMEM_KEY_MAX, -EINVAL for an empty key
+ * (or @k not a keyed table in @r), -EBADF on a read-only region, -EUCLEAN
+ * when the table holds values this library never writes. Every call
+ * checks the table against @r before use.
  */
 struct syncmem_keyed {
 	struct syncmem_keytab t;
@@ -553,7 +556,9 @@ int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
  * (copied to @out, at most @cap bytes: -EMSGSIZE if larger), @fn's negative
  * errno, -EOWNERDEAD (the leader died), -ENOSPC (table full), -ENOMEM (no
  * free pool block for the result), -E2BIG (key too long), -EDEADLK (called
- * from inside @fn of a flight of the same key, which would wait for itself).
+ * from inside @fn of a flight of the same key, which would wait for itself),
+ * -EBADF (@r is read-only), -EUCLEAN (the table, the flight's entry or its
+ * result holds values this library never writes).
  */
 int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const void *key,
 		      size_t len, syncmem_flight_fn fn, void *fn_arg, void *out, size_t cap);

@@ -24,6 +24,8 @@ struct objects {
 #define POOL_BLOCKS	8
 #define REGION_SIZE	65536
 
+#define ENTRIES		4
+
 FIXTURE(hostile) {
 	char name[64];
 	struct syncmem_region *rw;	/* read-write */
@@ -31,11 +33,25 @@ FIXTURE(hostile) {
 	struct objects *o;		/* in rw */
 	struct objects *ro_o;		/* the same objects, in ro */
 	struct syncmem_pool *pool;
+	struct syncmem_keyed *k;	/* after the pool */
+	struct syncmem_flight *f;	/* after the keyed table */
 };
+
+/* The keyed table, then the flight table, after the pool of @o. */
+static uint8_t *keyed_table(struct objects *o)
+{
+	return o->pool + syncmem_pool_footprint(64, POOL_BLOCKS);
+}
+
+static uint8_t *flight_table(struct objects *o)
+{
+	return keyed_table(o) + syncmem_keyed_footprint(ENTRIES);
+}
 
 FIXTURE_SETUP(hostile)
 {
 	size_t pool_len = syncmem_pool_footprint(64, POOL_BLOCKS);
+	size_t table_len = syncmem_keyed_footprint(ENTRIES);
 
 	snprintf(self->name, sizeof(self->name), "hostile-test-%d", getpid());
 	ASSERT_EQ(0, syncmem_open(self->name, REGION_SIZE, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600,
@@ -49,6 +65,9 @@ FIXTURE_SETUP(hostile)
 	ASSERT_EQ(0, syncmem_sem_init(&self->o->sem, 1));
 	syncmem_rwlock_init(&self->o->rw);
 	ASSERT_EQ(0, syncmem_pool_init(self->o->pool, pool_len, 64, POOL_BLOCKS, &self->pool));
+	ASSERT_EQ(0, syncmem_keyed_init(keyed_table(self->o), table_len, ENTRIES, &self->k));
+	ASSERT_EQ(0, syncmem_flight_init(self->rw, flight_table(self->o), table_len, ENTRIES,
+					 self->pool, &self->f));
 }
 
 FIXTURE_TEARDOWN(hostile)
@@ -71,13 +90,35 @@ static void never_run(void *arg)
 	_exit(98);
 }
 
+static int never_computed(void *arg, void *out, size_t cap, size_t *len)
+{
+	(void)arg;
+	(void)out;
+	(void)cap;
+	(void)len;
+	_exit(97);
+}
+
+static void never_delivered(void *arg, int result, const void *data, size_t len)
+{
+	(void)arg;
+	(void)result;
+	(void)data;
+	(void)len;
+	_exit(96);
+}
+
 /* Exit status 0 when every writing call on the read-only region is -EBADF. */
 static int read_only_calls(struct syncmem_region *ro, struct objects *o)
 {
 	size_t pool_len = syncmem_pool_footprint(64, POOL_BLOCKS);
+	size_t table_len = syncmem_keyed_footprint(ENTRIES);
+	struct syncmem_keyed *k;
+	struct syncmem_flight *f;
 	struct syncmem_loop *loop;
 	struct syncmem_pool *pool;
 	uint32_t off;
+	char out[16];
 	int step = 0;
 
 #define EXPECT_RO(call) do { step++; if ((call) != -EBADF) return step; } while (0)
@@ -115,6 +156,21 @@ static int read_only_calls(struct syncmem_region *ro, struct objects *o)
 		return 102;
 	EXPECT_RO(syncmem_pool_alloc_checked(pool, &off));
 	EXPECT_RO(syncmem_pool_free(pool, (uint32_t)(pool_len - 64)));
+	/* Keyed locks and single-flight: the tables attach (reading), calls are -EBADF. */
+	if (syncmem_keyed_attach(keyed_table(o), table_len, &k) ||
+	    syncmem_flight_attach(ro, flight_table(o), table_len, &f))
+		return 105;
+	EXPECT_RO(syncmem_keyed_lock(ro, k, "key", 3, MS));
+	EXPECT_RO(syncmem_keyed_trylock(ro, k, "key", 3));
+	EXPECT_RO(syncmem_keyed_unlock(ro, k, "key", 3));
+	EXPECT_RO(syncmem_keyed_lock_async(loop, ro, k, "key", 3, never_called, NULL));
+	EXPECT_RO(syncmem_keyed_execute(loop, ro, k, "key", 3, never_run, NULL));
+	EXPECT_RO(syncmem_flight_do(ro, f, "key", 3, never_computed, NULL, out, sizeof(out)));
+	EXPECT_RO(syncmem_flight_do_async(loop, ro, f, "key", 3, never_computed, NULL,
+					  never_delivered, NULL));
+	EXPECT_RO(syncmem_flight_init(ro, flight_table(o) + table_len, table_len, ENTRIES, pool,
+				      &f));
+	EXPECT_RO(syncmem_keyed_init(keyed_table(o) + 2 * table_len, table_len, ENTRIES, &k));
 	syncmem_pool_detach(pool);
 #undef EXPECT_RO
 	/* Waiting is reading: allowed. */
