@@ -21,6 +21,9 @@
 extern "C" {
 #endif
 
+/* The library's own build hides every other name (-fvisibility=hidden). */
+#pragma GCC visibility push(default)
+
 /* Results of waits (and of operations that succeed). */
 enum {
 	SYNCMEM_OK        = 0,	/* woken by a notify (or the operation succeeded) */
@@ -576,6 +579,8 @@ uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive */
 
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
