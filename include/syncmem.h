@@ -7,6 +7,14 @@
  * (-EINVAL, -ENOMEM, ...); it never reports through errno alone and never
  * aborts on bad input. syncmem_strerror() turns any result into text.
  * See Documentation/syncmem/library.rst.
+ *
+ * Shared memory is untrusted: whatever another process writes into a shared
+ * object, no call reads or writes outside the object's region (or pool),
+ * crashes or loops forever. Values this library never writes, and words
+ * that keep changing under a call, are reported as -EUCLEAN ("structure
+ * needs cleaning"): such a process can break the object for everyone,
+ * nothing more. A call that would write a region mapped read-only
+ * (SYNCMEM_RDONLY) returns -EBADF.
  */
 #ifndef SYNCMEM_H
 #define SYNCMEM_H
