@@ -41,7 +41,7 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 			a->ops->handed(a);
 			return 0;
 		}
-		if (ret == SYNCMEM_WAIT_NOT_EQUAL && syncmem__too_many(&changed))
+		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;
 		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
 			a->ops->abandon(a);
@@ -87,7 +87,7 @@ static int acquire_try(struct acquire_op *op)
 					  SYNCMEM_FOREVER, acquire_step, op, true, NULL);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
-		if (ret == SYNCMEM_WAIT_NOT_EQUAL && syncmem__too_many(&changed))
+		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL) {
 			op->a.ops->abandon(&op->a);

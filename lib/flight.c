@@ -296,7 +296,7 @@ static int flight_follow(struct flight_call *c)
 		if (ret < 0)
 			return ret;
 		/* The word keeps changing under us: give up at last. */
-		if (ret == SYNCMEM_WAIT_NOT_EQUAL && syncmem__too_many(&changed))
+		if (syncmem__keeps_changing(ret, &changed))
 			return -EUCLEAN;
 	}
 	return 0;

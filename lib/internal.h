@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/syncmem.h>
 #include <linux/types.h>
 
 #include "syncmem.h"
@@ -25,7 +26,7 @@ struct syncmem_region {
  * compare-and-swap on a shared word that keeps losing, a wait that keeps
  * finding its word changed. Each failure means another process changed the
  * word in a window of nanoseconds (a microsecond for a wait); honest
- * contention does not do that this many times in one call, a peer
+ * contention does not do that this many times in a row, a peer
  * scribbling on the word does (and could otherwise keep the call spinning
  * forever). 2^16 failures take well under a second.
  */
@@ -35,6 +36,21 @@ struct syncmem_region {
 static inline bool syncmem__too_many(uint32_t *failed)
 {
 	return ++*failed > SYNCMEM__RETRY_MAX;
+}
+
+/*
+ * Count a wait's result: one that found its word changed
+ * (SYNCMEM_WAIT_NOT_EQUAL) is one more failed attempt, any other starts
+ * the count again (a wake-up is progress). True once the word changed
+ * between the caller's read and its wait too many times in a row.
+ */
+static inline bool syncmem__keeps_changing(int wait_result, uint32_t *changed)
+{
+	if (wait_result != SYNCMEM_WAIT_NOT_EQUAL) {
+		*changed = 0;
+		return false;
+	}
+	return syncmem__too_many(changed);
 }
 
 /*

@@ -205,9 +205,9 @@ static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint32_t 
 		}
 		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0)
 			break;
-		if (ret == SYNCMEM_WAIT_WOKEN) {
+		if (ret == SYNCMEM_WAIT_WOKEN)
 			count_wakeup(l, &wakeups, &starving);
-		} else if (syncmem__too_many(&changed)) {
+		if (syncmem__keeps_changing(ret, &changed)) {
 			ret = -EUCLEAN;		/* the word keeps changing under us */
 			break;
 		}
@@ -419,7 +419,7 @@ static int lock_op_try(struct lock_op *op)
 			return 0;
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
 			return ret < 0 ? ret : -EIO;
-		if (syncmem__too_many(&changed))
+		if (syncmem__keeps_changing(ret, &changed))
 			return -EUCLEAN;	/* the word keeps changing under us */
 	}
 }

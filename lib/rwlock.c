@@ -140,7 +140,7 @@ int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock 
 	while (!(ret = writer_drained(rw, &expected))) {
 		ret = timeout_ns ? syncmem__wait_until(r, &rw->readers, 4, expected, deadline)
 				 : SYNCMEM_WAIT_TIMED_OUT;
-		if (ret == SYNCMEM_WAIT_NOT_EQUAL && syncmem__too_many(&changed))
+		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;		/* the word keeps changing under us */
 		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0)
 			break;
@@ -230,7 +230,7 @@ static void wr_drain(struct rw_op *op)
 					  SYNCMEM_FOREVER, wr_drain_step, op, true, NULL);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return;
-		if (ret == SYNCMEM_WAIT_NOT_EQUAL && syncmem__too_many(&changed))
+		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;		/* the word keeps changing under us */
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
 			break;
