@@ -160,7 +160,7 @@ static int lock_step(struct syncmem_lock *l, uint32_t tid, uint32_t *sleep_on)
 {
 	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED), failed = 0;
 
-	for (;; ) {
+	for (;;) {
 		if (v & LOCK_CORRUPT)
 			return -EUCLEAN;
 		if (v == LOCK_FREE) {
