@@ -484,6 +484,16 @@ static __attribute__((noinline, cold)) int free_outside(const struct syncmem_poo
 	return -EINVAL;
 }
 
+/*
+ * The block's link was @link, not BLOCK_USED: the block is free already
+ * (its link an index + 1 in bounds), or the pool is corrupted.
+ */
+static __attribute__((noinline, cold)) int free_refused(const struct syncmem_pool *p,
+							 uint32_t link)
+{
+	return link > p->top_max ? pool_bad(p) : -EALREADY;
+}
+
 int syncmem_pool_free(struct syncmem_pool *p, uint32_t off)
 {
 	uint32_t *link, rel, i, used = BLOCK_USED, failed = 0;
@@ -507,7 +517,7 @@ int syncmem_pool_free(struct syncmem_pool *p, uint32_t off)
 	/* Claim the block (one winner among racing frees) and link it in one go. */
 	if (!__atomic_compare_exchange_n(&link[i], &used, head_top(head), false,
 					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		return -EALREADY;
+		return free_refused(p, used);
 	/*
 	 * Release publishes the link and everything the owner wrote into the
 	 * block to the next popper (its acquire).

@@ -127,6 +127,13 @@ static int edited_victim(void *arg)
 			return 15;
 	if (syncmem_pool_free_count(p) > NBLOCKS)
 		return 16;
+	/* An allocated block whose link a peer set to garbage. */
+	if (!a->c->expect) {
+		off = syncmem_pool_alloc(p);
+		LINKS(a->g->mem)[(off - BLOCKS_OFF) / BLOCK] = 0x10000000;
+		if (syncmem_pool_free(p, off) != -EUCLEAN)
+			return 17;
+	}
 	syncmem_pool_detach(p);
 	return 0;
 }
