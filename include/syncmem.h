@@ -7,6 +7,14 @@
  * (-EINVAL, -ENOMEM, ...); it never reports through errno alone and never
  * aborts on bad input. syncmem_strerror() turns any result into text.
  * See Documentation/syncmem/library.rst.
+ *
+ * Shared memory is untrusted: whatever another process writes into a shared
+ * object, no call reads or writes outside the object's region (or pool),
+ * crashes or loops forever. Values this library never writes, and words
+ * that keep changing under a call, are reported as -EUCLEAN ("structure
+ * needs cleaning"): such a process can break the object for everyone,
+ * nothing more. A call that would write a region mapped read-only
+ * (SYNCMEM_RDONLY) returns -EBADF.
  */
 #ifndef SYNCMEM_H
 #define SYNCMEM_H
@@ -20,6 +28,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The library's own build hides every other name (-fvisibility=hidden). */
+#pragma GCC visibility push(default)
 
 /* Results of waits (and of operations that succeed). */
 enum {
@@ -175,9 +186,11 @@ int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 /*
  * The pool header, at the start of the pool's memory. Fixed layout (576
  * bytes, nine cache lines), the same in every process and build. Offsets
- * are from the pool start.
+ * are from the pool start. The library reads the geometry once, when a
+ * process builds or attaches the pool, and keeps it in its handle: later
+ * changes to these fields by another process have no effect on it.
  */
-struct syncmem_pool {
+struct syncmem_pool_header {
 	/* Line 0: identity and geometry, written once by the creator. */
 	uint32_t magic;		/* SYNCMEM_POOL_MAGIC once ready */
 	uint32_t version;	/* SYNCMEM_POOL_VERSION */
@@ -205,14 +218,24 @@ struct syncmem_pool {
 	} shard[SYNCMEM_POOL_SHARDS];
 } __attribute__((aligned(64)));
 
+/*
+ * A process's handle on a pool: private memory holding where this process
+ * maps the pool and the geometry it validated when it built or attached it.
+ * Every index the pool's shared memory holds is checked against that
+ * geometry before use, so whatever another process writes into the pool,
+ * no call reads or writes outside it. Free it with syncmem_pool_detach().
+ */
+struct syncmem_pool;
+
 /* Bytes needed for @nblocks blocks of @block_size bytes; 0 if impossible. */
 size_t syncmem_pool_footprint(uint32_t block_size, uint32_t nblocks);
 
 /*
  * Build a pool in @mem (64-byte aligned, @len >= footprint), once, by its
- * creator. Errors: -EINVAL (bad alignment, geometry or length), -E2BIG
- * (the pool would exceed the 4 GiB that 32-bit offsets reach), -EEXIST
- * (@mem already holds a pool or one being built).
+ * creator, and return a handle on it. Errors: -EINVAL (bad alignment,
+ * geometry or length), -E2BIG (the pool would exceed the 4 GiB that 32-bit
+ * offsets reach), -EEXIST (@mem already holds a pool or one being built),
+ * -EBADF (@mem is mapped read-only), -ENOMEM (no memory for the handle).
  */
 int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nblocks,
 		      struct syncmem_pool **out);
@@ -222,18 +245,37 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
  * Zeroed or foreign memory: -EPROTO at once. A pool whose creator is still
  * building it: wait until it is ready, at most SYNCMEM_POOL_ATTACH_WAIT_MS,
  * then -ETIMEDOUT. -EINVAL when @len is smaller than the pool or @mem is
- * misaligned.
+ * misaligned; -ENOMEM. Memory mapped read-only may be attached: the handle
+ * then reads (syncmem_pool_ptr(), syncmem_pool_free_count()), and alloc
+ * and free report -EBADF.
  */
 #define SYNCMEM_POOL_ATTACH_WAIT_MS 10000
 int syncmem_pool_attach(void *mem, size_t len, struct syncmem_pool **out);
 
-/* A free block's offset from the pool start; 0 when none is free. Lock-free. */
+/* Free the handle (not the pool: other processes keep using it). NULL is ignored. */
+void syncmem_pool_detach(struct syncmem_pool *p);
+
+/*
+ * A free block's offset from the pool start; 0 when none can be had: the
+ * pool is exhausted, or syncmem_pool_alloc_checked() tells why not.
+ * Lock-free.
+ */
 uint32_t syncmem_pool_alloc(struct syncmem_pool *p);
+
+/*
+ * The same with the reason: 0 and the block's offset in *@off, or
+ * -ENOMEM (no block is free), -EUCLEAN (the pool's shared memory holds
+ * values this library never writes: another process corrupted it, see
+ * Documentation/syncmem/library.rst), -EBADF (mapped read-only), -EINVAL
+ * (NULL handle or @off). *@off is 0 on failure.
+ */
+int syncmem_pool_alloc_checked(struct syncmem_pool *p, uint32_t *off);
 
 /*
  * Give a block back. -EINVAL for an offset that is not a block of this pool,
  * -EALREADY for a block that is already free (of two racing frees of one
- * block exactly one succeeds). Lock-free.
+ * block exactly one succeeds), -EUCLEAN for a corrupted pool (the block may
+ * then be lost), -EBADF when mapped read-only. Lock-free.
  */
 int syncmem_pool_free(struct syncmem_pool *p, uint32_t off);
 
@@ -275,22 +317,25 @@ void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
 
 /*
  * Take the lock, blocking. 0, SYNCMEM_TIMED_OUT (lock_timed), -EDEADLK when
- * this thread already holds it, -EINVAL when @l is not inside @r. Waiters
- * (blocking and async) queue in one FIFO. Uncontended: one CAS, no system
- * call: one CAS each way (a thread's very first lock caches its thread id
- * with gettid()).
+ * this thread already holds it, -EINVAL when @l is not inside @r, -EBADF
+ * when @r is mapped read-only, -EUCLEAN when the lock holds a value this
+ * library never writes or its word keeps changing under the call (another
+ * process wrote it). Waiters (blocking and async) queue in one FIFO.
+ * Uncontended: one CAS, no system call: one CAS each way (a thread's very
+ * first lock caches its thread id with gettid()).
  */
 int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l);
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns);
 int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l);	/* 0 or -EBUSY */
 
-/* -EPERM when not locked, or locked by another thread. */
+/* -EPERM when not locked, or locked by another thread; -EBADF, -EUCLEAN. */
 int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l);
 
 /*
  * Take the lock asynchronously: returns 0 at once, and cb(arg, 0) runs from
  * the loop with the lock held (the callee must unlock), or cb(arg, -ECANCELED)
- * if the loop is freed first. Never inside this call.
+ * if the loop is freed first, or cb(arg, -EUCLEAN). Never inside this call.
+ * -EINVAL, -EBADF before anything is queued.
  */
 int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
@@ -315,14 +360,17 @@ struct syncmem_gate {
 
 void syncmem_gate_init(struct syncmem_gate *g, bool open);
 
-/* 0 once through (the gate is closed again), or SYNCMEM_TIMED_OUT. */
+/*
+ * 0 once through (the gate is closed again), or SYNCMEM_TIMED_OUT;
+ * -EUCLEAN for a word no gate holds, -EBADF on a read-only region.
+ */
 int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t timeout_ns);
 
 /* cb(arg, 0) from the loop once through, or cb(arg, -ECANCELED). */
 int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg);
 
-/* 1 when handed to a waiter, 0 when the gate was opened; negative errno. */
+/* 1 when handed to a waiter, 0 when the gate was opened; -EUCLEAN, -EBADF. */
 int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
 
 /* ---- Counting semaphore, FIFO -------------------------------------------- */
@@ -332,7 +380,10 @@ int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
 /*
  * A counting semaphore in shared memory (64 bytes). post() hands its unit to
  * the oldest waiter if one is queued, else counts it, so waiters are served
- * in arrival order. Uncontended wait and post make no system call.
+ * in arrival order. Uncontended wait and post make no system call. Every
+ * call that writes it returns -EBADF on a read-only region, and -EUCLEAN
+ * when the word holds more than SYNCMEM_SEM_VALUE_MAX units or 2^31 waiters
+ * or more, or keeps changing under the call.
  */
 struct syncmem_sem {
 	uint64_t word;		/* low 32 bits: units; high 32 bits: waiters */
@@ -361,7 +412,8 @@ uint32_t syncmem_sem_value(const struct syncmem_sem *s);	/* units available now 
  * for those ahead of it, and a steady stream of readers cannot starve it.
  * Locking it again from a thread that holds it: -EDEADLK for a writer; a
  * reader doing so can deadlock behind a queued writer (as with every fair
- * rwlock), so do not.
+ * rwlock), so do not. -EBADF on a read-only region; -EUCLEAN when the
+ * reader count would overflow or a word keeps changing under the call.
  */
 struct syncmem_rwlock {
 	struct syncmem_lock turnstile;	/* fair: arrival order of all lockers */
@@ -447,7 +499,10 @@ struct syncmem_keytab {
  * FIFO order (fair hand-off); different keys are independent. An entry
  * exists while someone holds or waits for its key and is reclaimed after.
  * Errors beyond the mutex's: -ENOSPC when all @nentries keys are in use,
- * -E2BIG for a key longer than SYNCMEM_KEY_MAX, -EINVAL for an empty key.
+ * -E2BIG for a key longer than SYNCMEM_KEY_MAX, -EINVAL for an empty key
+ * (or @k not a keyed table in @r), -EBADF on a read-only region, -EUCLEAN
+ * when the table holds values this library never writes. Every call
+ * checks the table against @r before use.
  */
 struct syncmem_keyed {
 	struct syncmem_keytab t;
@@ -512,7 +567,9 @@ int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
  * (copied to @out, at most @cap bytes: -EMSGSIZE if larger), @fn's negative
  * errno, -EOWNERDEAD (the leader died), -ENOSPC (table full), -ENOMEM (no
  * free pool block for the result), -E2BIG (key too long), -EDEADLK (called
- * from inside @fn of a flight of the same key, which would wait for itself).
+ * from inside @fn of a flight of the same key, which would wait for itself),
+ * -EBADF (@r is read-only), -EUCLEAN (the table, the flight's entry or its
+ * result holds values this library never writes).
  */
 int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const void *key,
 		      size_t len, syncmem_flight_fn fn, void *fn_arg, void *out, size_t cap);
@@ -530,6 +587,8 @@ uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive */
 
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

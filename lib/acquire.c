@@ -4,7 +4,9 @@
  * Both loop on: try to take the object; else sleep on its word expecting the
  * value try() saw. A hand-off (the kernel's HANDOFF picking this waiter)
  * means the object was given to us and the word left as it was; a plain
- * wake-up or a changed word means: try again.
+ * wake-up or a changed word means: try again. A word that keeps changing
+ * between try() and the wait (SYNCMEM__RETRY_MAX times in one call) is
+ * being written by something else: -EUCLEAN.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,11 +22,14 @@
 int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t timeout_ns)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
+	uint32_t changed = 0;
 	uint64_t expected;
 	int ret;
 
 	for (;;) {
 		ret = a->ops->try(a, &expected);
+		if (ret < 0)
+			a->ops->abandon(a);
 		if (ret)
 			return ret > 0 ? 0 : ret;
 		if (!timeout_ns) {
@@ -36,6 +41,8 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 			a->ops->handed(a);
 			return 0;
 		}
+		if (syncmem__keeps_changing(ret, &changed))
+			ret = -EUCLEAN;
 		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
 			a->ops->abandon(a);
 			return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
@@ -66,17 +73,22 @@ static void acquire_step(void *arg, int result);
 /* Take it or queue an async wait: 1 taken, 0 queued, or a negative errno. */
 static int acquire_try(struct acquire_op *op)
 {
+	uint32_t changed = 0;
 	uint64_t expected;
 	int ret;
 
 	for (;;) {
 		ret = op->a.ops->try(&op->a, &expected);
+		if (ret < 0)
+			op->a.ops->abandon(&op->a);
 		if (ret)
 			return ret;
 		ret = syncmem__wait_async(op->loop, op->r, op->a.word, op->a.width, expected,
 					  SYNCMEM_FOREVER, acquire_step, op, true, NULL);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
+		if (syncmem__keeps_changing(ret, &changed))
+			ret = -EUCLEAN;
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL) {
 			op->a.ops->abandon(&op->a);
 			return ret < 0 ? ret : -EIO;

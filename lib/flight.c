@@ -15,6 +15,12 @@
  * its handle goes away: DIED is stored (only if the word still says
  * RUNNING) and the followers wake to -EOWNERDEAD. The first caller to see a
  * DIED entry drops the dead leader's count and unlinks it.
+ *
+ * Every call validates the table against its region (keytab.h's view) and
+ * attaches the result pool afresh; what it reads from the entry is
+ * bounded before use: the done word and the error must be values this
+ * library writes, the result must lie in a block of the pool and fit in
+ * it. Anything else is -EUCLEAN.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,35 +30,21 @@
 
 #include <linux/syncmem.h>
 
-#include "keytab.h"
+#include "flight.h"
+#include "pool.h"
 
-#define FLIGHT_RUNNING	0u
-#define FLIGHT_DONE	1u
-#define FLIGHT_DIED	2u
-
-/* The payload of a flight's entry. */
-struct flight {
-	uint32_t done;		/* FLIGHT_*: the word followers sleep on */
-	int32_t error;		/* the function's negative errno, or 0 */
-	uint32_t result_off;	/* pool block holding the result */
-	uint32_t result_len;
-	uint32_t leader;	/* the leader's pid (diagnostics) */
-	uint32_t linked;	/* in its chain: new callers join it */
-	uint32_t leader_gone;	/* a dead leader's count was dropped */
-	uint32_t reserved[9];
-};
-
-_Static_assert(sizeof(struct keytab_entry) + sizeof(struct flight) <= KEYTAB_ENTRY_SIZE,
-	       "flight entry");
+/* Largest errno a function may report (the kernel's MAX_ERRNO). */
+#define FLIGHT_MAX_ERRNO	4095
 
 /* One caller's part in a flight. */
 struct flight_call {
 	struct syncmem_region *r;
-	struct syncmem_flight *f;
-	struct syncmem_pool *pool;
+	struct keytab_view v;		/* the table, validated for this call */
+	struct syncmem_pool pool;	/* the result pool, attached for this call */
 	struct keytab_entry *e;
 	struct flight_call *outer;	/* the flight this thread led around this one */
 	uint64_t guard;
+	uint32_t block;			/* a leader's result block */
 	bool leader;
 };
 
@@ -68,11 +60,6 @@ static bool leading_it(struct keytab_entry *e)
 	return false;
 }
 
-static struct flight *entry_flight(struct keytab_entry *e)
-{
-	return keytab_payload(e);
-}
-
 size_t syncmem_flight_footprint(uint32_t nentries)
 {
 	return syncmem__keytab_footprint(nentries);
@@ -86,9 +73,11 @@ int syncmem_flight_init(struct syncmem_region *r, void *mem, size_t len, uint32_
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (syncmem__object_offset(r, pool, sizeof(*pool), 1, &pool_off) ||
+	if (!pool || syncmem__object_offset(r, pool->hdr, pool->g.footprint, 1, &pool_off) ||
 	    syncmem__object_offset(r, mem, len, 1, &mem_off))
 		return -EINVAL;
+	if (r->rdonly)
+		return -EBADF;
 	return syncmem__keytab_init(mem, len, nentries, SYNCMEM_FLIGHT_MAGIC, pool_off,
 				    (struct syncmem_keytab **)out);
 }
@@ -112,35 +101,43 @@ uint32_t syncmem_flight_in_flight(struct syncmem_flight *f)
 	return __atomic_load_n(&f->t.used, __ATOMIC_RELAXED);
 }
 
-/* Validate the call and find the result pool the table was built with. */
+/* Validate the call and attach the result pool the table was built with. */
 static int flight_call_init(struct flight_call *c, struct syncmem_region *r,
 			    struct syncmem_flight *f, const void *key, size_t len)
 {
-	__u64 off;
+	uint64_t aux;
 	int err;
 
-	*c = (struct flight_call){ .r = r, .f = f };
-	if (syncmem__object_offset(r, f, sizeof(*f), 1, &off) || r->size - off < f->t.footprint ||
-	    f->t.magic != SYNCMEM_FLIGHT_MAGIC || f->t.aux >= r->size)
-		return -EINVAL;
+	*c = (struct flight_call){ .r = r };
+	err = syncmem__keytab_view(r, f ? &f->t : NULL, SYNCMEM_FLIGHT_MAGIC, &c->v);
+	if (err)
+		return err;
 	err = syncmem__key_check(key, len);
 	if (err)
 		return err;
-	err = syncmem_pool_attach((char *)r->base + f->t.aux, r->size - f->t.aux, &c->pool);
-	return err == -ETIMEDOUT ? -EPROTO : err;
+	/* One read of where the pool is; attach_at validates what is there. */
+	aux = __atomic_load_n(&f->t.aux, __ATOMIC_RELAXED);
+	if (aux >= r->size)
+		return -EUCLEAN;
+	/* Attached at init: no waiting for a creator now. */
+	err = syncmem__pool_attach_at(&c->pool, (char *)r->base + aux, r->size - aux, 0, true);
+	return err ? -EUCLEAN : 0;
 }
 
-/* Drop one count of @e; the last one frees the result block and the entry. */
+/*
+ * Drop one count of @e; the last one frees the result block and the entry.
+ * Table lock held.
+ */
 static void flight_put_locked(struct flight_call *c, struct keytab_entry *e)
 {
 	struct flight *fl = entry_flight(e);
 
-	if (--e->refs)
+	if (syncmem__keytab_put(e) != 1)
 		return;
-	if (fl->linked)
-		syncmem__keytab_unlink(&c->f->t, e);
-	syncmem_pool_free(c->pool, fl->result_off);
-	syncmem__keytab_free(&c->f->t, e);
+	if (fl->linked && syncmem__keytab_unlink(&c->v, e))
+		return;		/* corrupted: leave the entry where it is */
+	syncmem_pool_free(&c->pool, __atomic_load_n(&fl->result_off, __ATOMIC_RELAXED));
+	syncmem__keytab_free(&c->v, e);
 }
 
 /*
@@ -156,7 +153,7 @@ static bool flight_reap_dead_locked(struct flight_call *c, struct keytab_entry *
 		return false;
 	fl->leader_gone = 1;
 	if (fl->linked) {
-		syncmem__keytab_unlink(&c->f->t, e);
+		syncmem__keytab_unlink(&c->v, e);
 		fl->linked = 0;
 	}
 	flight_put_locked(c, e);
@@ -165,45 +162,28 @@ static bool flight_reap_dead_locked(struct flight_call *c, struct keytab_entry *
 
 static void flight_put(struct flight_call *c)
 {
-	if (syncmem__keytab_lock(c->r, &c->f->t))
+	if (syncmem__keytab_lock(c->r, &c->v))
 		return;
 	if (!flight_reap_dead_locked(c, c->e))
 		flight_put_locked(c, c->e);
-	syncmem__keytab_unlock(c->r, &c->f->t);
+	syncmem__keytab_unlock(c->r, &c->v);
 }
 
-/* Join the running flight of @key, or start one as its leader. */
-static int flight_join(struct flight_call *c, const void *key, size_t len)
+/* Become the leader of a new flight of @key; table lock held. */
+static int flight_start_locked(struct flight_call *c, const void *key, size_t len,
+			       uint32_t hash)
 {
-	uint32_t hash = syncmem__key_hash(key, len), block;
 	struct keytab_entry *e;
 	struct flight *fl;
-	int err = syncmem__keytab_lock(c->r, &c->f->t);
+	uint32_t block;
+	int err = syncmem_pool_alloc_checked(&c->pool, &block);
 
 	if (err)
 		return err;
-	e = syncmem__keytab_find(&c->f->t, key, len, hash);
-	if (e && flight_reap_dead_locked(c, e))
-		e = NULL;
-	if (e && entry_flight(e)->linked) {
-		if (leading_it(e)) {
-			err = -EDEADLK;	/* fn asked for its own key */
-			goto out;
-		}
-		e->refs++;
-		c->e = e;
-		goto out;
-	}
-	block = syncmem_pool_alloc(c->pool);
-	if (!block) {
-		err = -ENOMEM;
-		goto out;
-	}
-	e = syncmem__keytab_insert(&c->f->t, key, len, hash);
-	if (!e) {
-		syncmem_pool_free(c->pool, block);
-		err = -ENOSPC;
-		goto out;
+	err = syncmem__keytab_insert(&c->v, key, len, hash, &e);
+	if (err) {
+		syncmem_pool_free(&c->pool, block);
+		return err;
 	}
 	fl = entry_flight(e);
 	*fl = (struct flight){ .result_off = block, .leader = (uint32_t)getpid(), .linked = 1 };
@@ -212,14 +192,39 @@ static int flight_join(struct flight_call *c, const void *key, size_t len)
 	err = syncmem__guard_arm(c->r, &fl->done, FLIGHT_RUNNING, FLIGHT_DIED, &c->guard);
 	if (err) {
 		fl->linked = 0;
-		syncmem__keytab_unlink(&c->f->t, e);
+		syncmem__keytab_unlink(&c->v, e);
 		flight_put_locked(c, e);
-		goto out;
+		return err;
 	}
 	c->e = e;
+	c->block = block;
 	c->leader = true;
-out:
-	syncmem__keytab_unlock(c->r, &c->f->t);
+	return 0;
+}
+
+/* Join the running flight of @key, or start one as its leader. */
+static int flight_join(struct flight_call *c, const void *key, size_t len)
+{
+	uint32_t hash = syncmem__key_hash(key, len);
+	struct keytab_entry *e;
+	int err = syncmem__keytab_lock(c->r, &c->v);
+
+	if (err)
+		return err;
+	err = syncmem__keytab_find(&c->v, key, len, hash, &e);
+	if (!err && e && flight_reap_dead_locked(c, e))
+		e = NULL;
+	if (!err && e && entry_flight(e)->linked) {
+		if (leading_it(e))
+			err = -EDEADLK;	/* fn asked for its own key */
+		else
+			err = syncmem__keytab_get(e);
+		if (!err)
+			c->e = e;
+	} else if (!err) {
+		err = flight_start_locked(c, key, len, hash);
+	}
+	syncmem__keytab_unlock(c->r, &c->v);
 	return err;
 }
 
@@ -227,28 +232,28 @@ out:
 static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_arg)
 {
 	struct flight *fl = entry_flight(c->e);
-	size_t cap = c->pool->requested_size, n = 0;
+	size_t cap = c->pool.g.requested_size, n = 0;
 	uint32_t followers = 0;
 	int ret;
 
 	c->outer = leading;
 	leading = c;
-	ret = fn(fn_arg, syncmem_pool_ptr(c->pool, fl->result_off), cap, &n);
+	ret = fn(fn_arg, syncmem_pool_ptr(&c->pool, c->block), cap, &n);
 	leading = c->outer;
 	if (!ret && n > cap)
 		ret = -EMSGSIZE;
-	if (ret > 0)
+	if (ret > 0 || ret < -FLIGHT_MAX_ERRNO)
 		ret = -EINVAL;		/* not a negative errno: refuse it */
 	fl->error = ret;
 	fl->result_len = ret ? 0 : (uint32_t)n;
-	if (!syncmem__keytab_lock(c->r, &c->f->t)) {
+	if (!syncmem__keytab_lock(c->r, &c->v)) {
 		/* From now on a call with this key starts a new flight. */
 		if (fl->linked) {
-			syncmem__keytab_unlink(&c->f->t, c->e);
+			syncmem__keytab_unlink(&c->v, c->e);
 			fl->linked = 0;
 		}
 		followers = c->e->refs - 1;
-		syncmem__keytab_unlock(c->r, &c->f->t);
+		syncmem__keytab_unlock(c->r, &c->v);
 	}
 	/* Release: the result bytes happen before a follower reads them. */
 	__atomic_store_n(&fl->done, FLIGHT_DONE, __ATOMIC_RELEASE);
@@ -261,17 +266,40 @@ static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_ar
 static int flight_outcome(struct flight_call *c, const void **data)
 {
 	struct flight *fl = entry_flight(c->e);
-	uint32_t done = __atomic_load_n(&fl->done, __ATOMIC_ACQUIRE);
+	/* Acquire: pairs with the leader's release of DONE (the result bytes). */
+	uint32_t done = __atomic_load_n(&fl->done, __ATOMIC_ACQUIRE), len;
+	int32_t error = __atomic_load_n(&fl->error, __ATOMIC_RELAXED);
 
 	*data = NULL;
 	if (done == FLIGHT_DIED)
 		return -EOWNERDEAD;
-	if (done != FLIGHT_DONE)
-		return -EIO;
-	if (fl->error)
-		return fl->error;
-	*data = syncmem_pool_ptr(c->pool, fl->result_off);
-	return (int)fl->result_len;
+	if (done != FLIGHT_DONE || error > 0 || error < -FLIGHT_MAX_ERRNO)
+		return -EUCLEAN;
+	if (error)
+		return error;
+	len = __atomic_load_n(&fl->result_len, __ATOMIC_RELAXED);
+	*data = syncmem__pool_block(&c->pool, __atomic_load_n(&fl->result_off, __ATOMIC_RELAXED),
+				    len);
+	return *data ? (int)len : -EUCLEAN;
+}
+
+/* A follower: sleep until the flight is over. 0 or a negative errno. */
+static int flight_follow(struct flight_call *c)
+{
+	struct flight *fl = entry_flight(c->e);
+	uint32_t changed = 0;
+	int ret;
+
+	/* Acquire: as in flight_outcome(). */
+	while (__atomic_load_n(&fl->done, __ATOMIC_ACQUIRE) == FLIGHT_RUNNING) {
+		ret = syncmem__wait(c->r, &fl->done, 4, FLIGHT_RUNNING, SYNCMEM_FOREVER);
+		if (ret < 0)
+			return ret;
+		/* The word keeps changing under us: give up at last. */
+		if (syncmem__keeps_changing(ret, &changed))
+			return -EUCLEAN;
+	}
+	return 0;
 }
 
 int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const void *key,
@@ -288,20 +316,12 @@ int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const 
 	ret = flight_join(&c, key, len);
 	if (ret)
 		return ret;
-	if (c.leader) {
+	if (c.leader)
 		flight_lead(&c, fn, fn_arg);
-	} else {
-		struct flight *fl = entry_flight(c.e);
-
-		while (__atomic_load_n(&fl->done, __ATOMIC_ACQUIRE) == FLIGHT_RUNNING) {
-			ret = syncmem__wait(r, &fl->done, 4, FLIGHT_RUNNING, SYNCMEM_FOREVER);
-			if (ret < 0) {
-				flight_put(&c);
-				return ret;
-			}
-		}
-	}
-	ret = flight_outcome(&c, &data);
+	else
+		ret = flight_follow(&c);
+	if (!ret)
+		ret = flight_outcome(&c, &data);
 	if (ret > 0 && (size_t)ret > cap)
 		ret = -EMSGSIZE;
 	else if (ret > 0)

@@ -10,6 +10,9 @@
  * or, if they all left meanwhile, the gate opens. The hand-off is decided
  * under the queue lock that waiters enqueue under, so a signal is never
  * lost and never given to two.
+ *
+ * Any other word value was written by something else than this library:
+ * -EUCLEAN, as is a CAS loop that keeps failing (SYNCMEM__RETRY_MAX).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,7 +35,7 @@ void syncmem_gate_init(struct syncmem_gate *g, bool open)
 static int gate_try(struct syncmem__acq *a, uint64_t *expected)
 {
 	struct syncmem_gate *g = a->obj;
-	uint32_t v = __atomic_load_n(&g->word, __ATOMIC_RELAXED);
+	uint32_t v = __atomic_load_n(&g->word, __ATOMIC_RELAXED), failed = 0;
 
 	for (;;) {
 		if (v == GATE_OPEN) {
@@ -40,16 +43,17 @@ static int gate_try(struct syncmem__acq *a, uint64_t *expected)
 			if (__atomic_compare_exchange_n(&g->word, &v, GATE_CLOSED, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 				return 1;
-			continue;
-		}
-		if (v == GATE_WAITED) {
+		} else if (v == GATE_WAITED) {
 			*expected = GATE_WAITED;
 			return 0;
+		} else if (v != GATE_CLOSED) {
+			return -EUCLEAN;
+		} else {
+			__atomic_compare_exchange_n(&g->word, &v, GATE_WAITED, false,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 		}
-		if (v != GATE_CLOSED)
-			return -EINVAL;		/* not a gate */
-		__atomic_compare_exchange_n(&g->word, &v, GATE_WAITED, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		if (syncmem__too_many(&failed))
+			return -EUCLEAN;
 	}
 }
 
@@ -78,8 +82,10 @@ static const struct syncmem__acq_ops gate_ops = {
 
 static int gate_acq(struct syncmem_region *r, struct syncmem_gate *g, struct syncmem__acq *a)
 {
-	if (!syncmem__object_valid(r, g, sizeof(*g), &g->word, 4))
-		return -EINVAL;
+	int err = syncmem__object_writable(r, g, sizeof(*g), &g->word, 4);
+
+	if (err)
+		return err;
 	*a = (struct syncmem__acq){ .ops = &gate_ops, .obj = g, .word = &g->word, .width = 4 };
 	return 0;
 }
@@ -104,14 +110,16 @@ int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g)
 {
 	uint32_t v = GATE_CLOSED;
-	int ret;
+	int ret = syncmem__object_writable(r, g, sizeof(*g), &g->word, 4);
 
-	if (!syncmem__object_valid(r, g, sizeof(*g), &g->word, 4))
-		return -EINVAL;
+	if (ret)
+		return ret;
 	/* Nobody waits: open it. Release: our writes before the next pass. */
 	if (__atomic_compare_exchange_n(&g->word, &v, GATE_OPEN, false, __ATOMIC_RELEASE,
 					__ATOMIC_RELAXED) || v == GATE_OPEN)
 		return 0;
+	if (v != GATE_WAITED)
+		return -EUCLEAN;
 	/* Waited on: a release the waiter we hand to acquires (gate_handed). */
 	__atomic_exchange_n(&g->word, GATE_WAITED, __ATOMIC_RELEASE);
 	ret = syncmem_handoff32(r, &g->word, GATE_OPEN);

@@ -20,7 +20,7 @@ static void place(struct idmap *m, const struct idmap_entry *e)
 	m->slots[i] = *e;
 }
 
-int idmap_reserve(struct idmap *m)
+int syncmem__idmap_reserve(struct idmap *m)
 {
 	struct idmap_entry *old = m->slots;
 	size_t old_cap = m->cap, i;
@@ -41,7 +41,7 @@ int idmap_reserve(struct idmap *m)
 	return 0;
 }
 
-void idmap_insert(struct idmap *m, const struct idmap_entry *e)
+void syncmem__idmap_insert(struct idmap *m, const struct idmap_entry *e)
 {
 	place(m, e);
 	m->count++;
@@ -59,7 +59,7 @@ static size_t find(const struct idmap *m, uint64_t id)
 	return SIZE_MAX;
 }
 
-bool idmap_contains(const struct idmap *m, uint64_t id)
+bool syncmem__idmap_contains(const struct idmap *m, uint64_t id)
 {
 	return find(m, id) != SIZE_MAX;
 }
@@ -86,7 +86,7 @@ static void erase(struct idmap *m, size_t i)
 	m->count--;
 }
 
-bool idmap_remove(struct idmap *m, uint64_t id, struct idmap_entry *out)
+bool syncmem__idmap_remove(struct idmap *m, uint64_t id, struct idmap_entry *out)
 {
 	size_t i = find(m, id);
 
@@ -98,7 +98,7 @@ bool idmap_remove(struct idmap *m, uint64_t id, struct idmap_entry *out)
 	return true;
 }
 
-bool idmap_pop(struct idmap *m, struct idmap_entry *out)
+bool syncmem__idmap_pop(struct idmap *m, struct idmap_entry *out)
 {
 	for (size_t i = 0; i < m->cap && m->count; i++) {
 		if (m->slots[i].id) {
@@ -110,7 +110,7 @@ bool idmap_pop(struct idmap *m, struct idmap_entry *out)
 	return false;
 }
 
-void idmap_free(struct idmap *m)
+void syncmem__idmap_free(struct idmap *m)
 {
 	free(m->slots);
 	m->slots = NULL;

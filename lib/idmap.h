@@ -24,14 +24,14 @@ struct idmap {
 };
 
 /* Make room for one more entry; -ENOMEM if that fails. */
-int idmap_reserve(struct idmap *m);
-/* Insert @e (its id not present); needs a successful idmap_reserve(). */
-void idmap_insert(struct idmap *m, const struct idmap_entry *e);
+int syncmem__idmap_reserve(struct idmap *m);
+/* Insert @e (its id not present); needs a successful syncmem__idmap_reserve(). */
+void syncmem__idmap_insert(struct idmap *m, const struct idmap_entry *e);
 /* Remove @id, copying it to @out; false if absent. */
-bool idmap_remove(struct idmap *m, uint64_t id, struct idmap_entry *out);
-bool idmap_contains(const struct idmap *m, uint64_t id);
+bool syncmem__idmap_remove(struct idmap *m, uint64_t id, struct idmap_entry *out);
+bool syncmem__idmap_contains(const struct idmap *m, uint64_t id);
 /* Remove any one entry into @out; false when empty. */
-bool idmap_pop(struct idmap *m, struct idmap_entry *out);
-void idmap_free(struct idmap *m);
+bool syncmem__idmap_pop(struct idmap *m, struct idmap_entry *out);
+void syncmem__idmap_free(struct idmap *m);
 
 #endif /* SYNCMEM_IDMAP_H */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/syncmem.h>
 #include <linux/types.h>
 
 #include "syncmem.h"
@@ -15,9 +16,56 @@ struct syncmem_region {
 	int fd;			/* region fd, owned */
 	void *base;		/* its MAP_SHARED mapping */
 	size_t size;		/* region size in bytes */
-	size_t lock_words;	/* offsets / 4 below this hold a whole struct syncmem_lock */
+	size_t lock_words;	/* offsets / 4 below this hold a whole struct syncmem_lock;
+				 * 0 when read-only (no lock may be written) */
 	bool rdonly;
 };
+
+/*
+ * Failed attempts after which a call gives up with -EUCLEAN: a
+ * compare-and-swap on a shared word that keeps losing, a wait that keeps
+ * finding its word changed. Each failure means another process changed the
+ * word in a window of nanoseconds (a microsecond for a wait); honest
+ * contention does not do that this many times in a row, a peer
+ * scribbling on the word does (and could otherwise keep the call spinning
+ * forever). 2^16 failures take well under a second.
+ */
+#define SYNCMEM__RETRY_MAX	65536u
+
+/* Count one more failed attempt: true once there were too many. */
+static inline bool syncmem__too_many(uint32_t *failed)
+{
+	return ++*failed > SYNCMEM__RETRY_MAX;
+}
+
+/*
+ * Count a wait's result: one that found its word changed
+ * (SYNCMEM_WAIT_NOT_EQUAL) is one more failed attempt, any other starts
+ * the count again (a wake-up is progress). True once the word changed
+ * between the caller's read and its wait too many times in a row.
+ */
+static inline bool syncmem__keeps_changing(int wait_result, uint32_t *changed)
+{
+	if (wait_result != SYNCMEM_WAIT_NOT_EQUAL) {
+		*changed = 0;
+		return false;
+	}
+	return syncmem__too_many(changed);
+}
+
+/*
+ * Whether this process may write the 4-byte word at @word, probed without a
+ * write that could fault: 1 writable, 0 mapped read-only (a SIGSEGV on
+ * write). 1 when the probe itself is unavailable.
+ */
+int syncmem__writable(uint32_t *word);
+
+/*
+ * Fill a region handle for the @size bytes mapped at @base from region fd
+ * @fd (tests and benchmarks build one over plain shared memory with it).
+ */
+void syncmem__region_fill(struct syncmem_region *r, int fd, void *base, size_t size,
+			  bool rdonly);
 
 /* Device path; $SYNCMEM_DEVICE overrides it (tests, unusual setups). */
 #define SYNCMEM_DEVICE_PATH "/dev/syncmem"
@@ -39,9 +87,13 @@ int syncmem__object_offset(const struct syncmem_region *r, const void *obj, size
 int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
 			 size_t width, __u64 *off);
 
-/* A shared object wholly inside the region, with its @width-byte word aligned. */
-bool syncmem__object_valid(const struct syncmem_region *r, const void *obj, size_t size,
-			   const void *word, uint32_t width);
+/*
+ * A shared object this call will write: wholly inside the region, with its
+ * @width-byte word aligned (else -EINVAL), in a writable region (else
+ * -EBADF). 0 when so.
+ */
+int syncmem__object_writable(const struct syncmem_region *r, const void *obj, size_t size,
+			     const void *word, uint32_t width);
 
 /* Absolute CLOCK_MONOTONIC deadline for a relative timeout (negative: none). */
 uint64_t syncmem__deadline(int64_t timeout_ns);

@@ -7,6 +7,11 @@
  * alike). The entry counts its holder and waiters (refs, under the table
  * lock); whoever drops the count to zero returns the entry to the free list,
  * so keys nobody holds or waits for take no room.
+ *
+ * Every call validates the table against its region first (keytab.h's
+ * view) and works within that view: whatever another process writes into
+ * the table, the calls stay inside the region, and values this library
+ * never writes are -EUCLEAN.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,71 +49,74 @@ uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k)
 	return __atomic_load_n(&k->t.used, __ATOMIC_RELAXED);
 }
 
+/* The table (validated for this call) and the key. */
 static int keyed_check(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
-		       size_t len)
+		       size_t len, struct keytab_view *v)
 {
-	__u64 off;
+	int err = syncmem__keytab_view(r, k ? &k->t : NULL, SYNCMEM_KEYED_MAGIC, v);
 
-	/* The header inside the region before its fields are read. */
-	if (syncmem__object_offset(r, k, sizeof(*k), 4, &off) ||
-	    r->size - off < k->t.footprint || k->t.magic != SYNCMEM_KEYED_MAGIC)
-		return -EINVAL;
-	return syncmem__key_check(key, len);
+	return err ? err : syncmem__key_check(key, len);
 }
 
 /* Find or create the entry of @key and count ourselves in it. */
-static int keyed_get(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+static int keyed_get(struct syncmem_region *r, const struct keytab_view *v, const void *key,
 		     size_t len, struct keytab_entry **out)
 {
 	uint32_t hash = syncmem__key_hash(key, len);
 	struct keytab_entry *e;
-	int err = syncmem__keytab_lock(r, &k->t);
+	int err = syncmem__keytab_lock(r, v);
 
 	if (err)
 		return err;
-	e = syncmem__keytab_find(&k->t, key, len, hash);
-	if (!e) {
-		e = syncmem__keytab_insert(&k->t, key, len, hash);
-		if (e)
+	err = syncmem__keytab_find(v, key, len, hash, &e);
+	if (!err && !e) {
+		err = syncmem__keytab_insert(v, key, len, hash, &e);
+		if (!err)
 			syncmem_lock_init(entry_lock(e), SYNCMEM_LOCK_FAIR);
 	}
-	if (e)
-		e->refs++;
-	syncmem__keytab_unlock(r, &k->t);
+	if (!err)
+		err = syncmem__keytab_get(e);
+	syncmem__keytab_unlock(r, v);
 	*out = e;
-	return e ? 0 : -ENOSPC;
+	return err;
 }
 
 /* Drop our count; table lock held. The last one out reclaims the entry. */
-static void keyed_put_locked(struct syncmem_keyed *k, struct keytab_entry *e)
+static int keyed_put_locked(const struct keytab_view *v, struct keytab_entry *e)
 {
-	if (--e->refs)
-		return;
-	syncmem__keytab_unlink(&k->t, e);
-	syncmem__keytab_free(&k->t, e);
+	int last = syncmem__keytab_put(e);
+
+	if (last <= 0)
+		return last;
+	last = syncmem__keytab_unlink(v, e);
+	if (!last)
+		syncmem__keytab_free(v, e);
+	return last;
 }
 
-static void keyed_put(struct syncmem_region *r, struct syncmem_keyed *k, struct keytab_entry *e)
+static void keyed_put(struct syncmem_region *r, const struct keytab_view *v,
+		      struct keytab_entry *e)
 {
-	if (syncmem__keytab_lock(r, &k->t))
+	if (syncmem__keytab_lock(r, v))
 		return;
-	keyed_put_locked(k, e);
-	syncmem__keytab_unlock(r, &k->t);
+	keyed_put_locked(v, e);
+	syncmem__keytab_unlock(r, v);
 }
 
 int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 		       size_t len, int64_t timeout_ns)
 {
+	struct keytab_view v;
 	struct keytab_entry *e;
-	int ret = keyed_check(r, k, key, len);
+	int ret = keyed_check(r, k, key, len, &v);
 
 	if (!ret)
-		ret = keyed_get(r, k, key, len, &e);
+		ret = keyed_get(r, &v, key, len, &e);
 	if (ret)
 		return ret;
 	ret = syncmem_lock_timed(r, entry_lock(e), timeout_ns);
 	if (ret)
-		keyed_put(r, k, e);
+		keyed_put(r, &v, e);
 	return ret;
 }
 
@@ -120,44 +128,50 @@ int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, con
 	return ret == SYNCMEM_TIMED_OUT ? -EBUSY : ret;
 }
 
-/* Release a held entry and drop our count. */
-static int keyed_release(struct syncmem_region *r, struct syncmem_keyed *k,
+/* Release the held entry @e and drop our count; table lock held. */
+static int keyed_release_locked(struct syncmem_region *r, const struct keytab_view *v,
+				struct keytab_entry *e)
+{
+	int ret = syncmem_unlock(r, entry_lock(e));
+
+	return ret ? ret : keyed_put_locked(v, e);
+}
+
+static int keyed_release(struct syncmem_region *r, const struct keytab_view *v,
 			 struct keytab_entry *e)
 {
-	int ret = syncmem__keytab_lock(r, &k->t);
+	int ret = syncmem__keytab_lock(r, v);
 
 	if (ret)
 		return ret;
-	ret = syncmem_unlock(r, entry_lock(e));
-	if (!ret)
-		keyed_put_locked(k, e);
-	syncmem__keytab_unlock(r, &k->t);
+	ret = keyed_release_locked(r, v, e);
+	syncmem__keytab_unlock(r, v);
 	return ret;
 }
 
 int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 			 size_t len)
 {
+	struct keytab_view v;
 	struct keytab_entry *e;
-	int ret = keyed_check(r, k, key, len);
+	int ret = keyed_check(r, k, key, len, &v);
 
 	if (ret)
 		return ret;
-	ret = syncmem__keytab_lock(r, &k->t);
+	ret = syncmem__keytab_lock(r, &v);
 	if (ret)
 		return ret;
-	e = syncmem__keytab_find(&k->t, key, len, syncmem__key_hash(key, len));
-	ret = e ? syncmem_unlock(r, entry_lock(e)) : -EPERM;
+	ret = syncmem__keytab_find(&v, key, len, syncmem__key_hash(key, len), &e);
 	if (!ret)
-		keyed_put_locked(k, e);
-	syncmem__keytab_unlock(r, &k->t);
+		ret = e ? keyed_release_locked(r, &v, e) : -EPERM;
+	syncmem__keytab_unlock(r, &v);
 	return ret;
 }
 
 /* An asynchronous keyed lock (or execute) in progress. */
 struct keyed_op {
 	struct syncmem_region *r;
-	struct syncmem_keyed *k;
+	struct keytab_view v;	/* validated when the call was made */
 	struct keytab_entry *e;
 	syncmem_wait_cb cb;
 	void (*fn)(void *arg);
@@ -170,7 +184,7 @@ static void keyed_op_locked(void *arg, int result)
 
 	free(arg);
 	if (result) {
-		keyed_put(op.r, op.k, op.e);
+		keyed_put(op.r, &op.v, op.e);
 		if (op.cb)
 			op.cb(op.arg, result);
 		return;
@@ -180,7 +194,7 @@ static void keyed_op_locked(void *arg, int result)
 		return;
 	}
 	op.fn(op.arg);
-	keyed_release(op.r, op.k, op.e);
+	keyed_release(op.r, &op.v, op.e);
 }
 
 static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -188,7 +202,8 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       syncmem_wait_cb cb, void (*fn)(void *), void *arg)
 {
 	struct keyed_op *op;
-	int ret = keyed_check(r, k, key, len);
+	struct keytab_view v;
+	int ret = keyed_check(r, k, key, len, &v);
 
 	if (ret)
 		return ret;
@@ -197,15 +212,15 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	op = malloc(sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	*op = (struct keyed_op){ .r = r, .k = k, .cb = cb, .fn = fn, .arg = arg };
-	ret = keyed_get(r, k, key, len, &op->e);
+	*op = (struct keyed_op){ .r = r, .v = v, .cb = cb, .fn = fn, .arg = arg };
+	ret = keyed_get(r, &op->v, key, len, &op->e);
 	if (ret) {
 		free(op);
 		return ret;
 	}
 	ret = syncmem_lock_async(loop, r, entry_lock(op->e), keyed_op_locked, op);
 	if (ret) {
-		keyed_put(r, k, op->e);
+		keyed_put(r, &op->v, op->e);
 		free(op);
 	}
 	return ret;

@@ -100,20 +100,31 @@ size_t syncmem__keytab_footprint(uint32_t nentries)
 	return keytab_geometry(nentries, &nb, &boff, &eoff, &footprint) ? 0 : footprint;
 }
 
-static uint32_t *keytab_buckets(struct syncmem_keytab *t)
+/* One relaxed load: the field may change under us; this copy is what we check. */
+static inline uint32_t shared_u32(const uint32_t *p)
 {
-	return (uint32_t *)((char *)t + t->buckets_off);
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-static struct keytab_entry *keytab_entry(struct syncmem_keytab *t, uint32_t idx)
+static struct keytab_entry *keytab_entry(const struct keytab_view *v, uint32_t idx)
 {
-	return (struct keytab_entry *)((char *)t + t->entries_off +
-				       (size_t)idx * KEYTAB_ENTRY_SIZE);
+	return (struct keytab_entry *)(v->entries + (size_t)idx * KEYTAB_ENTRY_SIZE);
 }
 
-static uint32_t keytab_index(struct syncmem_keytab *t, struct keytab_entry *e)
+static uint32_t keytab_index(const struct keytab_view *v, const struct keytab_entry *e)
 {
-	return (uint32_t)(((char *)e - ((char *)t + t->entries_off)) / KEYTAB_ENTRY_SIZE);
+	return (uint32_t)(((const char *)e - v->entries) / KEYTAB_ENTRY_SIZE);
+}
+
+/* The view of a table at @t with @nentries, its geometry already checked. */
+static void view_fill(struct keytab_view *v, struct syncmem_keytab *t, uint32_t nentries,
+		      uint32_t nbuckets, uint64_t buckets_off, uint64_t entries_off)
+{
+	v->t = t;
+	v->nentries = nentries;
+	v->mask = nbuckets - 1;
+	v->buckets = (uint32_t *)((char *)t + buckets_off);
+	v->entries = (char *)t + entries_off;
 }
 
 int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magic,
@@ -121,6 +132,7 @@ int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magi
 {
 	struct syncmem_keytab *t = mem;
 	uint64_t boff, eoff, footprint;
+	struct keytab_view v;
 	uint32_t nb;
 	int err;
 
@@ -148,9 +160,10 @@ int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magi
 	t->aux = aux;
 	memset(t->reserved, 0, sizeof(t->reserved));
 	syncmem_lock_init(&t->lock, 0);
-	memset(keytab_buckets(t), 0, (size_t)nb * 4);
+	view_fill(&v, t, nentries, nb, boff, eoff);
+	memset(v.buckets, 0, (size_t)nb * 4);
 	for (uint32_t i = 0; i < nentries; i++) {
-		struct keytab_entry *e = keytab_entry(t, i);
+		struct keytab_entry *e = keytab_entry(&v, i);
 
 		memset(e, 0, KEYTAB_ENTRY_SIZE);
 		e->next = i + 1 < nentries ? i + 2 : 0;
@@ -162,12 +175,30 @@ int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magi
 	return 0;
 }
 
+/*
+ * The geometry of the ready table @t, from one read of its entry count,
+ * checked against every stored field: 0, or -EPROTO.
+ */
+static int keytab_check(struct syncmem_keytab *t, uint32_t *nentries, uint32_t *nb,
+			uint64_t *boff, uint64_t *eoff, uint64_t *footprint)
+{
+	*nentries = shared_u32(&t->nentries);
+	if (shared_u32(&t->version) != SYNCMEM_KEYTAB_VERSION ||
+	    keytab_geometry(*nentries, nb, boff, eoff, footprint) ||
+	    shared_u32(&t->nbuckets) != *nb || shared_u32(&t->buckets_off) != *boff ||
+	    shared_u32(&t->entries_off) != *eoff ||
+	    __atomic_load_n(&t->footprint, __ATOMIC_RELAXED) != *footprint ||
+	    shared_u32(&t->entry_size) != KEYTAB_ENTRY_SIZE)
+		return -EPROTO;
+	return 0;
+}
+
 int syncmem__keytab_attach(void *mem, size_t len, uint32_t magic,
 			   struct syncmem_keytab **out)
 {
 	struct syncmem_keytab *t = mem;
 	uint64_t boff, eoff, footprint;
-	uint32_t nb;
+	uint32_t nb, n;
 	int err;
 
 	if (!out)
@@ -178,10 +209,7 @@ int syncmem__keytab_attach(void *mem, size_t len, uint32_t magic,
 	err = syncmem__ready_wait(&t->state, KEYTAB_ATTACH_WAIT_MS);
 	if (err)
 		return err;
-	if (t->magic != magic || t->version != SYNCMEM_KEYTAB_VERSION ||
-	    keytab_geometry(t->nentries, &nb, &boff, &eoff, &footprint) ||
-	    nb != t->nbuckets || boff != t->buckets_off || eoff != t->entries_off ||
-	    footprint != t->footprint || t->entry_size != KEYTAB_ENTRY_SIZE)
+	if (shared_u32(&t->magic) != magic || keytab_check(t, &n, &nb, &boff, &eoff, &footprint))
 		return -EPROTO;
 	if (len < footprint)
 		return -EINVAL;
@@ -189,73 +217,143 @@ int syncmem__keytab_attach(void *mem, size_t len, uint32_t magic,
 	return 0;
 }
 
-int syncmem__keytab_lock(struct syncmem_region *r, struct syncmem_keytab *t)
+int syncmem__keytab_view(struct syncmem_region *r, struct syncmem_keytab *t, uint32_t magic,
+			 struct keytab_view *v)
 {
-	return syncmem_lock(r, &t->lock);
+	uint64_t boff, eoff, footprint;
+	uint32_t nb, n;
+	__u64 off;
+
+	/* The header inside the region before any of its fields is read. */
+	if (syncmem__object_offset(r, t, sizeof(*t), KEYTAB_ALIGN, &off) ||
+	    shared_u32(&t->magic) != magic)
+		return -EINVAL;
+	if (r->rdonly)
+		return -EBADF;
+	/* Acquire: pairs with the creator's publish, for the fields below. */
+	if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != SYNCMEM__READY ||
+	    keytab_check(t, &n, &nb, &boff, &eoff, &footprint) || r->size - off < footprint)
+		return -EUCLEAN;
+	view_fill(v, t, n, nb, boff, eoff);
+	return 0;
 }
 
-void syncmem__keytab_unlock(struct syncmem_region *r, struct syncmem_keytab *t)
+int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v)
 {
-	syncmem_unlock(r, &t->lock);
+	return syncmem_lock(r, &v->t->lock);
 }
 
-struct keytab_entry *syncmem__keytab_find(struct syncmem_keytab *t, const void *key,
-					  size_t len, uint32_t hash)
+void syncmem__keytab_unlock(struct syncmem_region *r, const struct keytab_view *v)
 {
-	uint32_t i = keytab_buckets(t)[hash & (t->nbuckets - 1)];
+	syncmem_unlock(r, &v->t->lock);
+}
 
-	/* Bounded by nentries even if the shared memory was scribbled on. */
-	for (uint32_t steps = 0; i && i <= t->nentries && steps < t->nentries; steps++) {
-		struct keytab_entry *e = keytab_entry(t, i - 1);
+/* The entry of index + 1 @i read from the table, or NULL when out of bounds. */
+static struct keytab_entry *entry_at(const struct keytab_view *v, uint32_t i)
+{
+	return i && i <= v->nentries ? keytab_entry(v, i - 1) : NULL;
+}
 
-		if (e->hash == hash && e->key_len == len && !memcmp(e->key, key, len))
-			return e;
-		i = e->next;
+int syncmem__keytab_find(const struct keytab_view *v, const void *key, size_t len,
+			 uint32_t hash, struct keytab_entry **out)
+{
+	uint32_t i = shared_u32(&v->buckets[hash & v->mask]);
+
+	*out = NULL;
+	/* A chain longer than the table has a cycle. */
+	for (uint32_t steps = 0; i; steps++) {
+		struct keytab_entry *e = entry_at(v, i);
+		uint32_t key_len;
+
+		if (!e || steps == v->nentries)
+			return -EUCLEAN;
+		key_len = shared_u32(&e->key_len);
+		if (key_len > SYNCMEM_KEY_MAX)
+			return -EUCLEAN;
+		/* @len is at most SYNCMEM_KEY_MAX: the compare stays in the key. */
+		if (shared_u32(&e->hash) == hash && key_len == len && !memcmp(e->key, key, len)) {
+			*out = e;
+			return 0;
+		}
+		i = shared_u32(&e->next);
 	}
-	return NULL;
+	return 0;
 }
 
-struct keytab_entry *syncmem__keytab_insert(struct syncmem_keytab *t, const void *key,
-					    size_t len, uint32_t hash)
+int syncmem__keytab_insert(const struct keytab_view *v, const void *key, size_t len,
+			   uint32_t hash, struct keytab_entry **out)
 {
-	uint32_t *bucket = &keytab_buckets(t)[hash & (t->nbuckets - 1)];
+	uint32_t *bucket = &v->buckets[hash & v->mask];
+	uint32_t i = shared_u32(&v->t->free_head), next;
 	struct keytab_entry *e;
-	uint32_t i = t->free_head;
 
-	if (!i || i > t->nentries)
-		return NULL;
-	e = keytab_entry(t, i - 1);
-	t->free_head = e->next;
+	*out = NULL;
+	if (!i)
+		return -ENOSPC;
+	e = entry_at(v, i);
+	if (!e)
+		return -EUCLEAN;
+	next = shared_u32(&e->next);
+	if (next > v->nentries)
+		return -EUCLEAN;
+	v->t->free_head = next;
 	memset(e, 0, KEYTAB_ENTRY_SIZE);
 	e->hash = hash;
 	e->key_len = (uint32_t)len;
 	memcpy(e->key, key, len);
-	e->next = *bucket;
+	e->next = shared_u32(bucket);
 	*bucket = i;
-	t->used++;
-	return e;
+	v->t->used++;
+	*out = e;
+	return 0;
 }
 
-void syncmem__keytab_unlink(struct syncmem_keytab *t, struct keytab_entry *e)
+int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e)
 {
-	uint32_t *link = &keytab_buckets(t)[e->hash & (t->nbuckets - 1)];
-	uint32_t want = keytab_index(t, e) + 1;
+	uint32_t *link = &v->buckets[shared_u32(&e->hash) & v->mask];
+	uint32_t want = keytab_index(v, e) + 1;
 
-	for (uint32_t steps = 0; *link && steps < t->nentries; steps++) {
-		if (*link == want) {
+	for (uint32_t steps = 0; steps < v->nentries; steps++) {
+		uint32_t i = shared_u32(link);
+
+		if (i == want) {
 			*link = e->next;
 			e->next = 0;
-			return;
+			return 0;
 		}
-		link = &keytab_entry(t, *link - 1)->next;
+		/* The end of the chain without @e, or a link out of bounds. */
+		if (!entry_at(v, i))
+			return -EUCLEAN;
+		link = &entry_at(v, i)->next;
 	}
+	return -EUCLEAN;
 }
 
-void syncmem__keytab_free(struct syncmem_keytab *t, struct keytab_entry *e)
+void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e)
 {
 	e->key_len = 0;
 	e->refs = 0;
-	e->next = t->free_head;
-	t->free_head = keytab_index(t, e) + 1;
-	t->used--;
+	e->next = v->t->free_head;
+	v->t->free_head = keytab_index(v, e) + 1;
+	v->t->used--;
+}
+
+int syncmem__keytab_get(struct keytab_entry *e)
+{
+	uint32_t refs = shared_u32(&e->refs);
+
+	if (refs == UINT32_MAX)
+		return -EUCLEAN;
+	e->refs = refs + 1;
+	return 0;
+}
+
+int syncmem__keytab_put(struct keytab_entry *e)
+{
+	uint32_t refs = shared_u32(&e->refs);
+
+	if (!refs)
+		return -EUCLEAN;
+	e->refs = refs - 1;
+	return refs == 1;
 }

@@ -3,8 +3,7 @@
  * A table of entries by key in shared memory (keyed locks, single-flight):
  * the struct syncmem_keytab header, a power-of-two array of bucket heads and
  * fixed-size entries, chained by index. Entries never move, so a word inside
- * one can be waited on. Every function here except the table lock itself
- * runs with the table lock held.
+ * one can be waited on.
  */
 #ifndef SYNCMEM_KEYTAB_H
 #define SYNCMEM_KEYTAB_H
@@ -25,18 +24,39 @@ struct keytab_entry {
 /* Longest wait for a table still being built by its creator. */
 #define KEYTAB_ATTACH_WAIT_MS	10000
 
+/*
+ * What one call uses of a table: the geometry that follows from one read of
+ * its entry count, checked to lie inside the region. Every entry index read
+ * from the table is bounded by @nentries before use.
+ */
+struct keytab_view {
+	struct syncmem_keytab *t;
+	uint32_t nentries;
+	uint32_t mask;		/* nbuckets - 1 */
+	uint32_t *buckets;
+	char *entries;
+};
+
 size_t syncmem__keytab_footprint(uint32_t nentries);
 int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magic,
 			 uint64_t aux, struct syncmem_keytab **out);
 int syncmem__keytab_attach(void *mem, size_t len, uint32_t magic,
 			   struct syncmem_keytab **out);
 
+/*
+ * Validate the table @t of kind @magic for a call on @r and fill @v:
+ * 0; -EINVAL (not inside @r, not such a table); -EBADF (@r is read-only);
+ * -EUCLEAN (its header holds values this library never writes).
+ */
+int syncmem__keytab_view(struct syncmem_region *r, struct syncmem_keytab *t, uint32_t magic,
+			 struct keytab_view *v);
+
 /* 0 for a usable key, -EINVAL (empty, NULL) or -E2BIG. */
 int syncmem__key_check(const void *key, size_t len);
 uint32_t syncmem__key_hash(const void *key, size_t len);
 
-int syncmem__keytab_lock(struct syncmem_region *r, struct syncmem_keytab *t);
-void syncmem__keytab_unlock(struct syncmem_region *r, struct syncmem_keytab *t);
+int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v);
+void syncmem__keytab_unlock(struct syncmem_region *r, const struct keytab_view *v);
 
 /* The payload after the 128-byte head. */
 static inline void *keytab_payload(struct keytab_entry *e)
@@ -44,15 +64,25 @@ static inline void *keytab_payload(struct keytab_entry *e)
 	return (char *)e + sizeof(*e);
 }
 
-/* Entry lookup in the chain of @hash; NULL when absent. */
-struct keytab_entry *syncmem__keytab_find(struct syncmem_keytab *t, const void *key,
-					  size_t len, uint32_t hash);
-/* A free entry holding @key, linked into its chain, refs 0; NULL when full. */
-struct keytab_entry *syncmem__keytab_insert(struct syncmem_keytab *t, const void *key,
-					    size_t len, uint32_t hash);
+/*
+ * The functions below run with the table lock held. Each returns -EUCLEAN
+ * when it meets a link, a key length or a count this library never
+ * writes (or a chain longer than the table).
+ */
+
+/* The entry holding @key in the chain of @hash in *@out, NULL when absent. */
+int syncmem__keytab_find(const struct keytab_view *v, const void *key, size_t len,
+			 uint32_t hash, struct keytab_entry **out);
+/* A free entry holding @key, linked into its chain, refs 0; -ENOSPC when full. */
+int syncmem__keytab_insert(const struct keytab_view *v, const void *key, size_t len,
+			   uint32_t hash, struct keytab_entry **out);
 /* Take @e out of its chain: later lookups miss it. */
-void syncmem__keytab_unlink(struct syncmem_keytab *t, struct keytab_entry *e);
+int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e);
 /* Give an unlinked @e back to the free list. */
-void syncmem__keytab_free(struct syncmem_keytab *t, struct keytab_entry *e);
+void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e);
+/* Count one more user of @e (-EUCLEAN at the count's limit). */
+int syncmem__keytab_get(struct keytab_entry *e);
+/* Count one user less: 1 when it was the last, 0, or -EUCLEAN at zero. */
+int syncmem__keytab_put(struct keytab_entry *e);
 
 #endif /* SYNCMEM_KEYTAB_H */

@@ -23,6 +23,12 @@
  * SYNCMEM_LOCK_FAIR: unlock always hands off to the oldest waiter. During a
  * hand-off the word holds bit 31 alone (held, holder being switched) until
  * the receiver writes its id.
+ *
+ * Hostile peers: bit 30 is never set by this library (thread ids fit in 30
+ * bits) and flags only ever hold SYNCMEM_LOCK_FAIR; the slow paths answer
+ * -EUCLEAN when they meet anything else, and their CAS and wait loops give
+ * up with -EUCLEAN after SYNCMEM__RETRY_MAX failures. The fast paths are
+ * untouched: an impossible word fails their CAS like any held lock does.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +42,7 @@
 #define LOCK_FREE	0u
 #define LOCK_WAITERS	0x80000000u	/* somebody may sleep on the word */
 #define LOCK_HOLDER	0x3fffffffu	/* the holder's thread id */
+#define LOCK_CORRUPT	0x40000000u	/* never set by this library */
 
 /* Polls of the word before a contended locker goes to sleep. */
 #define LOCK_SPIN	100
@@ -75,10 +82,14 @@ void syncmem_lock_init(struct syncmem_lock *l, unsigned flags)
 	l->flags = flags & SYNCMEM_LOCK_FAIR;
 }
 
-static bool hands_off(const struct syncmem_lock *l)
+/* Does unlock hand the lock over? -EUCLEAN for flags this library never writes. */
+static int hands_off(const struct syncmem_lock *l)
 {
-	return (__atomic_load_n(&l->flags, __ATOMIC_RELAXED) & SYNCMEM_LOCK_FAIR) ||
-	       __atomic_load_n(&l->starving, __ATOMIC_RELAXED);
+	uint32_t flags = __atomic_load_n(&l->flags, __ATOMIC_RELAXED);
+
+	if (flags & ~SYNCMEM_LOCK_FAIR)
+		return -EUCLEAN;
+	return (flags & SYNCMEM_LOCK_FAIR) || __atomic_load_n(&l->starving, __ATOMIC_RELAXED);
 }
 
 /*
@@ -86,14 +97,18 @@ static bool hands_off(const struct syncmem_lock *l)
  * thread): write our id, keeping bit 31. Only bit 31 can change meanwhile.
  * Acquire: pairs with the release the previous holder made on the word
  * before handing off, so its critical section happens before ours.
+ * 0, or -EUCLEAN when the word is impossible or keeps changing.
  */
-static void set_holder(struct syncmem_lock *l, uint32_t tid)
+static int set_holder(struct syncmem_lock *l, uint32_t tid)
 {
-	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED), failed = 0;
 
-	while (!__atomic_compare_exchange_n(&l->word, &v, (v & LOCK_WAITERS) | tid, false,
-					    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		;
+	do {
+		if ((v & LOCK_CORRUPT) || syncmem__too_many(&failed))
+			return -EUCLEAN;
+	} while (!__atomic_compare_exchange_n(&l->word, &v, (v & LOCK_WAITERS) | tid, false,
+					      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+	return 0;
 }
 
 static void stop_starving(struct syncmem_lock *l, bool *starving)
@@ -138,29 +153,30 @@ static bool lock_spin(struct syncmem_lock *l, uint32_t tid)
 /*
  * One step of a contended acquisition: take the lock if it is free (keeping
  * bit 31: we have been, or are about to be, among its waiters), else make
- * sure bit 31 is set. Returns true when taken, else false with *@sleep_on
- * the word value to sleep on.
+ * sure bit 31 is set. Returns 1 when taken, else 0 with *@sleep_on the word
+ * value to sleep on, or -EUCLEAN.
  */
-static bool lock_step(struct syncmem_lock *l, uint32_t tid, uint32_t *sleep_on)
+static int lock_step(struct syncmem_lock *l, uint32_t tid, uint32_t *sleep_on)
 {
-	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED), failed = 0;
 
 	for (;;) {
+		if (v & LOCK_CORRUPT)
+			return -EUCLEAN;
 		if (v == LOCK_FREE) {
 			if (__atomic_compare_exchange_n(&l->word, &v, tid | LOCK_WAITERS, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-				return true;
-			continue;
-		}
-		if (v & LOCK_WAITERS) {
+				return 1;
+		} else if (v & LOCK_WAITERS) {
 			*sleep_on = v;
-			return false;
-		}
-		if (__atomic_compare_exchange_n(&l->word, &v, v | LOCK_WAITERS, false,
-						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			return 0;
+		} else if (__atomic_compare_exchange_n(&l->word, &v, v | LOCK_WAITERS, false,
+						       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 			*sleep_on = v | LOCK_WAITERS;
-			return false;
+			return 0;
 		}
+		if (syncmem__too_many(&failed))
+			return -EUCLEAN;
 	}
 }
 
@@ -169,26 +185,37 @@ static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint32_t 
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
 	bool starving = false;
-	uint32_t sleep_on;
-	int wakeups = 0, ret;
+	uint32_t sleep_on, changed = 0;
+	int wakeups = 0, ret = hands_off(l);
 
-	if (!hands_off(l) && lock_spin(l, tid))
+	if (ret < 0)
+		return ret;
+	if (!ret && lock_spin(l, tid))
 		return 0;
-	while (!lock_step(l, tid, &sleep_on)) {
+	for (;;) {
+		ret = lock_step(l, tid, &sleep_on);
+		if (ret)
+			break;		/* 1: taken; or -EUCLEAN */
 		ret = syncmem__wait_until(r, &l->word, 4, sleep_on, deadline);
 		if (ret == SYNCMEM_WAIT_HANDED_OFF) {
-			set_holder(l, tid);
+			ret = set_holder(l, tid);
+			if (!ret)
+				ret = 1;
 			break;
 		}
-		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
-			stop_starving(l, &starving);
-			return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
-		}
+		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0)
+			break;
 		if (ret == SYNCMEM_WAIT_WOKEN)
 			count_wakeup(l, &wakeups, &starving);
+		if (syncmem__keeps_changing(ret, &changed)) {
+			ret = -EUCLEAN;		/* the word keeps changing under us */
+			break;
+		}
 	}
 	stop_starving(l, &starving);
-	return 0;
+	if (ret == 1)
+		return 0;
+	return ret == SYNCMEM_WAIT_TIMED_OUT ? SYNCMEM_TIMED_OUT : ret;
 }
 
 /* The CAS failed on @seen: ours already, give up, or wait. */
@@ -196,6 +223,8 @@ static __attribute__((noinline)) int lock_contended(struct syncmem_region *r,
 						    struct syncmem_lock *l, uint32_t tid,
 						    uint32_t seen, int64_t timeout_ns)
 {
+	if (seen & LOCK_CORRUPT)
+		return -EUCLEAN;
 	if (holder(seen) == tid)
 		return -EDEADLK;
 	if (!timeout_ns)
@@ -215,10 +244,20 @@ static inline int lock_cas(struct syncmem_region *r, struct syncmem_lock *l, uin
 	return lock_contended(r, l, tid, seen, timeout_ns);
 }
 
-/* Out of line, so that the fast path's own return needs no register move. */
-static __attribute__((noinline, cold)) int lock_invalid(void)
+/*
+ * Not a lock of a writable region (lock_words is 0 for a read-only one):
+ * -EBADF for a lock inside a read-only region, else -EINVAL. Out of line
+ * and taking the fast path's own arguments, so that reaching it costs the
+ * fast path nothing.
+ */
+static __attribute__((noinline, cold)) int lock_invalid(const struct syncmem_region *r,
+							const struct syncmem_lock *l)
 {
-	return -EINVAL;
+	__u64 off;
+
+	if (syncmem__object_offset(r, l, sizeof(*l), 4, &off))
+		return -EINVAL;
+	return r->rdonly ? -EBADF : -EINVAL;
 }
 
 /* A thread's first lock: look its id up first. */
@@ -237,7 +276,7 @@ static inline int lock_fast(struct syncmem_region *r, struct syncmem_lock *l, in
 	uint32_t tid;
 
 	if (!r || !lock_valid(r, l))
-		return lock_invalid();
+		return lock_invalid(r, l);
 	tid = syncmem__cached_tid;
 	if (__builtin_expect(!tid, 0))
 		return lock_first(r, l, timeout_ns);
@@ -268,9 +307,14 @@ static __attribute__((noinline)) int unlock_slow(struct syncmem_region *r,
 {
 	int ret;
 
+	if (seen & LOCK_CORRUPT)
+		return -EUCLEAN;
 	if (holder(seen) != tid)
 		return -EPERM;
-	if (hands_off(l)) {
+	ret = hands_off(l);
+	if (ret < 0)
+		return ret;
+	if (ret) {
 		/*
 		 * Keep it held, by nobody in particular until the receiver
 		 * writes its id (so neither we nor anyone else can take it or
@@ -314,7 +358,7 @@ int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l)
 	uint32_t tid;
 
 	if (!r || !lock_valid(r, l))
-		return -EINVAL;
+		return lock_invalid(r, l);
 	tid = syncmem__cached_tid;
 	if (__builtin_expect(!tid, 0))
 		return unlock_first(r, l);
@@ -335,9 +379,10 @@ struct lock_op {
 
 static void lock_op_finish(struct lock_op *op, int result)
 {
+	/* Held from now on by the thread running the loop. */
+	if (result == 0)
+		result = set_holder(op->l, syncmem__tid());
 	if (result == 0) {
-		/* Held from now on by the thread running the loop. */
-		set_holder(op->l, syncmem__tid());
 		stop_starving(op->l, &op->starving);
 		if (op->fn) {
 			op->fn(op->arg);
@@ -361,18 +406,21 @@ static void lock_op_step(void *arg, int result);
  */
 static int lock_op_try(struct lock_op *op)
 {
-	uint32_t sleep_on;
+	uint32_t sleep_on, changed = 0;
 	int ret;
 
 	for (;;) {
-		if (lock_step(op->l, syncmem__tid(), &sleep_on))
-			return 1;
+		ret = lock_step(op->l, syncmem__tid(), &sleep_on);
+		if (ret)
+			return ret;
 		ret = syncmem__wait_async(op->loop, op->r, &op->l->word, 4, sleep_on,
 					  SYNCMEM_FOREVER, lock_op_step, op, true, NULL);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
 			return ret < 0 ? ret : -EIO;
+		if (syncmem__keeps_changing(ret, &changed))
+			return -EUCLEAN;	/* the word keeps changing under us */
 	}
 }
 
@@ -403,8 +451,10 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	struct lock_op *op;
 	int ret;
 
-	if (!loop || !r || (!cb && !fn) || !lock_valid(r, l))
+	if (!loop || !r || (!cb && !fn))
 		return -EINVAL;
+	if (!lock_valid(r, l))
+		return lock_invalid(r, l);
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -ENOMEM;

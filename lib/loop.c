@@ -155,7 +155,7 @@ static int dispatch(struct syncmem_loop *loop)
 		for (size_t i = 0; i < (size_t)n / sizeof(recs[0]); i++) {
 			struct idmap_entry e;
 
-			if (!idmap_remove(&loop->pending, recs[i].user_data, &e))
+			if (!syncmem__idmap_remove(&loop->pending, recs[i].user_data, &e))
 				continue;	/* not ours: cannot happen */
 			e.cb(e.arg, e.raw ? recs[i].result : user_result(recs[i].result));
 			ran++;
@@ -260,7 +260,7 @@ int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	if (ret)
 		return ret;
 	/* Room first: once the kernel has queued the wait it must be tracked. */
-	ret = idmap_reserve(&loop->pending);
+	ret = syncmem__idmap_reserve(&loop->pending);
 	if (ret)
 		return ret;
 	w.region_fd = r->fd;
@@ -269,7 +269,7 @@ int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		return ret;	/* NOT_EQUAL, TIMED_OUT or -errno: no callback */
 	e = (struct idmap_entry){ .id = w.user_data, .cb = cb, .arg = arg, .raw = raw };
-	idmap_insert(&loop->pending, &e);
+	syncmem__idmap_insert(&loop->pending, &e);
 	if (id_out)
 		*id_out = w.user_data;
 	return raw ? SYNCMEM_WAIT_QUEUED : SYNCMEM_PENDING;
@@ -282,7 +282,7 @@ int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
 	struct idmap_entry e;
 	int ret;
 
-	ret = idmap_reserve(&loop->pending);
+	ret = syncmem__idmap_reserve(&loop->pending);
 	if (ret)
 		return ret;
 	post.user_data = ++loop->last_id;
@@ -290,7 +290,7 @@ int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
 	if (ret)
 		return ret;
 	e = (struct idmap_entry){ .id = post.user_data, .cb = cb, .arg = arg, .raw = true };
-	idmap_insert(&loop->pending, &e);
+	syncmem__idmap_insert(&loop->pending, &e);
 	return 0;
 }
 
@@ -318,7 +318,7 @@ int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id)
 
 	if (!loop)
 		return -EINVAL;
-	if (!idmap_contains(&loop->pending, id))
+	if (!syncmem__idmap_contains(&loop->pending, id))
 		return -ENOENT;
 	/* On success the -ECANCELED record arrives like any other. */
 	return syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &c);
@@ -347,11 +347,11 @@ void syncmem_loop_free(struct syncmem_loop *loop)
 		if (poll(&p, 1, 1000) == 0)
 			idle++;
 	}
-	while (idmap_pop(&loop->pending, &e))
+	while (syncmem__idmap_pop(&loop->pending, &e))
 		e.cb(e.arg, -ECANCELED);
 	close(loop->handle);
 	close(loop->efd);
 	io_uring_queue_exit(&loop->ring);
-	idmap_free(&loop->pending);
+	syncmem__idmap_free(&loop->pending);
 	free(loop);
 }

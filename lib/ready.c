@@ -5,12 +5,15 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "internal.h"
 #include "ready.h"
 
 int syncmem__ready_claim(uint32_t *state)
 {
 	uint32_t expected = 0;
 
+	if (!syncmem__writable(state))
+		return -EBADF;
 	return __atomic_compare_exchange_n(state, &expected, SYNCMEM__INITIALISING, false,
 					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ? 0 : -EEXIST;
 }

@@ -13,7 +13,10 @@
 #define SYNCMEM__INITIALISING	0x494e4954u	/* "INIT" */
 #define SYNCMEM__READY		0x52454459u	/* "REDY" */
 
-/* Claim zeroed memory for building: 0, or -EEXIST if someone else did. */
+/*
+ * Claim zeroed memory for building: 0, -EEXIST if someone else did, or
+ * -EBADF when the memory is mapped read-only.
+ */
 int syncmem__ready_claim(uint32_t *state);
 
 /* Publish the build: everything written before is seen by attachers. */

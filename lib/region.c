@@ -13,6 +13,18 @@
 
 #define SYNCMEM_OPEN_FLAGS (SYNCMEM_CREATE | SYNCMEM_EXCL | SYNCMEM_RDONLY)
 
+void syncmem__region_fill(struct syncmem_region *r, int fd, void *base, size_t size,
+			  bool rdonly)
+{
+	r->fd = fd;
+	r->base = base;
+	r->size = size;
+	/* 0 for a read-only region: its locks take the fast path's cold exit. */
+	r->lock_words = !rdonly && size >= sizeof(struct syncmem_lock) ?
+			(size - sizeof(struct syncmem_lock)) / 4 + 1 : 0;
+	r->rdonly = rdonly;
+}
+
 /* Map @fd and wrap it; the fd is not closed on failure. */
 static int region_adopt(int fd, size_t size, bool rdonly,
 			struct syncmem_region **out)
@@ -31,12 +43,7 @@ static int region_adopt(int fd, size_t size, bool rdonly,
 		free(r);
 		return err;
 	}
-	r->fd = fd;
-	r->base = base;
-	r->size = size;
-	r->lock_words = size >= sizeof(struct syncmem_lock) ?
-			(size - sizeof(struct syncmem_lock)) / 4 + 1 : 0;
-	r->rdonly = rdonly;
+	syncmem__region_fill(r, fd, base, size, rdonly);
 	*out = r;
 	return 0;
 }

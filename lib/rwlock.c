@@ -15,6 +15,10 @@
  * The readers word: count of readers inside, bit 31 set by a writer that
  * waits for them to drain. The reader whose exit leaves (bit | 0) notifies
  * the (only) writer waiting on the word.
+ *
+ * A count that would overflow into bit 31 was written by something else
+ * than this library: -EUCLEAN, as is a loop that keeps failing
+ * (SYNCMEM__RETRY_MAX).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,25 +39,36 @@ void syncmem_rwlock_init(struct syncmem_rwlock *rw)
 	syncmem_lock_init(&rw->turnstile, SYNCMEM_LOCK_FAIR);
 }
 
-static bool rw_valid(struct syncmem_region *r, struct syncmem_rwlock *rw)
+/* 0, -EINVAL (not inside the region) or -EBADF (read-only region). */
+static int rw_check(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
-	return syncmem__object_valid(r, rw, sizeof(*rw), &rw->readers, 4);
+	return syncmem__object_writable(r, rw, sizeof(*rw), &rw->readers, 4);
 }
 
-/* Holding the turnstile: count ourselves in and let the next locker through. */
+/*
+ * Holding the turnstile: count ourselves in and let the next locker
+ * through. Acquire: the last writer's section happens before our reads.
+ */
 static int reader_enter(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
-	__atomic_fetch_add(&rw->readers, 1, __ATOMIC_ACQUIRE);
-	return syncmem_unlock(r, &rw->turnstile);
+	uint32_t before = __atomic_fetch_add(&rw->readers, 1, __ATOMIC_ACQUIRE);
+	int ret = syncmem_unlock(r, &rw->turnstile);
+
+	if ((before & RW_COUNT) == RW_COUNT) {
+		/* Not that many readers: undo, say so. Relaxed: nothing to publish. */
+		__atomic_fetch_sub(&rw->readers, 1, __ATOMIC_RELAXED);
+		return -EUCLEAN;
+	}
+	return ret;
 }
 
 /*
  * Holding the turnstile: have the readers inside drained? 1 yes (the lock
- * is ours), 0 no (*@expected is the readers word to sleep on).
+ * is ours), 0 no (*@expected is the readers word to sleep on), -EUCLEAN.
  */
 static int writer_drained(struct syncmem_rwlock *rw, uint32_t *expected)
 {
-	uint32_t v = __atomic_load_n(&rw->readers, __ATOMIC_ACQUIRE);
+	uint32_t v = __atomic_load_n(&rw->readers, __ATOMIC_ACQUIRE), failed = 0;
 
 	for (;;) {
 		if (!(v & RW_COUNT)) {
@@ -66,8 +81,12 @@ static int writer_drained(struct syncmem_rwlock *rw, uint32_t *expected)
 			*expected = v;
 			return 0;
 		}
-		__atomic_compare_exchange_n(&rw->readers, &v, v | RW_WRITER_WAITS, false,
-					    __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
+		/* Acquire (also on failure): the leaving readers' reads come first. */
+		if (__atomic_compare_exchange_n(&rw->readers, &v, v | RW_WRITER_WAITS, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+			v |= RW_WRITER_WAITS;
+		else if (syncmem__too_many(&failed))
+			return -EUCLEAN;
 	}
 }
 
@@ -81,10 +100,10 @@ static void writer_abandon(struct syncmem_region *r, struct syncmem_rwlock *rw)
 int syncmem_rwlock_rdlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
 				int64_t timeout_ns)
 {
-	int ret;
+	int ret = rw_check(r, rw);
 
-	if (!rw_valid(r, rw))
-		return -EINVAL;
+	if (ret)
+		return ret;
 	ret = syncmem_lock_timed(r, &rw->turnstile, timeout_ns);
 	if (ret)
 		return ret;
@@ -98,10 +117,10 @@ int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 
 int syncmem_rwlock_tryrdlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
-	int ret;
+	int ret = rw_check(r, rw);
 
-	if (!rw_valid(r, rw))
-		return -EINVAL;
+	if (ret)
+		return ret;
 	ret = syncmem_trylock(r, &rw->turnstile);
 	return ret ? ret : reader_enter(r, rw);
 }
@@ -110,23 +129,26 @@ int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock 
 				int64_t timeout_ns)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
-	uint32_t expected;
-	int ret;
+	uint32_t expected, changed = 0;
+	int ret = rw_check(r, rw);
 
-	if (!rw_valid(r, rw))
-		return -EINVAL;
+	if (ret)
+		return ret;
 	ret = syncmem_lock_timed(r, &rw->turnstile, timeout_ns);
 	if (ret)
 		return ret;
-	while (!writer_drained(rw, &expected)) {
+	while (!(ret = writer_drained(rw, &expected))) {
 		ret = timeout_ns ? syncmem__wait_until(r, &rw->readers, 4, expected, deadline)
 				 : SYNCMEM_WAIT_TIMED_OUT;
-		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
-			writer_abandon(r, rw);
-			return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
-		}
+		if (syncmem__keeps_changing(ret, &changed))
+			ret = -EUCLEAN;		/* the word keeps changing under us */
+		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0)
+			break;
 	}
-	return 0;
+	if (ret == 1)
+		return 0;
+	writer_abandon(r, rw);
+	return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
 }
 
 int syncmem_rwlock_wrlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
@@ -143,10 +165,11 @@ int syncmem_rwlock_trywrlock(struct syncmem_region *r, struct syncmem_rwlock *rw
 
 int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
-	uint32_t v;
+	uint32_t v, failed = 0;
+	int ret = rw_check(r, rw);
 
-	if (!rw_valid(r, rw))
-		return -EINVAL;
+	if (ret)
+		return ret;
 	if (__atomic_load_n(&rw->writer, __ATOMIC_RELAXED) == syncmem__tid()) {
 		__atomic_store_n(&rw->writer, 0, __ATOMIC_RELAXED);
 		return syncmem_unlock(r, &rw->turnstile);
@@ -155,12 +178,13 @@ int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 	do {
 		if (!(v & RW_COUNT))
 			return -EPERM;
+		if (syncmem__too_many(&failed))
+			return -EUCLEAN;
 		/* Release: our reads happen before the next writer's section. */
 	} while (!__atomic_compare_exchange_n(&rw->readers, &v, v - 1, false, __ATOMIC_RELEASE,
 					      __ATOMIC_RELAXED));
 	if (v == (RW_WRITER_WAITS | 1)) {
-		int ret = syncmem_notify(r, &rw->readers, 1);
-
+		ret = syncmem_notify(r, &rw->readers, 1);
 		return ret < 0 ? ret : 0;
 	}
 	return 0;
@@ -198,21 +222,22 @@ static void wr_drain_step(void *arg, int result);
 /* Holding the turnstile: wait (async) until the readers inside drained. */
 static void wr_drain(struct rw_op *op)
 {
-	uint32_t expected;
+	uint32_t expected, changed = 0;
 	int ret;
 
-	while (!writer_drained(op->rw, &expected)) {
+	while (!(ret = writer_drained(op->rw, &expected))) {
 		ret = syncmem__wait_async(op->loop, op->r, &op->rw->readers, 4, expected,
 					  SYNCMEM_FOREVER, wr_drain_step, op, true, NULL);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return;
-		if (ret != SYNCMEM_WAIT_NOT_EQUAL) {
-			writer_abandon(op->r, op->rw);
-			rw_op_finish(op, ret < 0 ? ret : -EIO);
-			return;
-		}
+		if (syncmem__keeps_changing(ret, &changed))
+			ret = -EUCLEAN;		/* the word keeps changing under us */
+		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
+			break;
 	}
-	rw_op_finish(op, 0);
+	if (ret != 1)
+		writer_abandon(op->r, op->rw);
+	rw_op_finish(op, ret == 1 ? 0 : ret < 0 ? ret : -EIO);
 }
 
 static void wr_drain_step(void *arg, int result)
@@ -244,8 +269,11 @@ static int rw_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	struct rw_op *op;
 	int ret;
 
-	if (!loop || !cb || !rw_valid(r, rw))
+	if (!loop || !cb)
 		return -EINVAL;
+	ret = rw_check(r, rw);
+	if (ret)
+		return ret;
 	op = malloc(sizeof(*op));
 	if (!op)
 		return -ENOMEM;

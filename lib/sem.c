@@ -16,6 +16,10 @@
  * A handed-off waiter unregisters itself afterwards; meanwhile post() takes
  * the kernel path and finds the next waiter or counts the unit: correct,
  * just not syscall-free for that moment.
+ *
+ * Units above SYNCMEM_SEM_VALUE_MAX and waiters at or above 2^31 are never
+ * written by this library: -EUCLEAN, as is a CAS loop that keeps failing
+ * (SYNCMEM__RETRY_MAX).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include "acquire.h"
 
 #define SEM_WAITER	(1ull << 32)
+#define SEM_WAITERS_MAX	0x7fffffffu
 
 _Static_assert(sizeof(struct syncmem_sem) == 64, "struct syncmem_sem layout");
 
@@ -36,6 +41,12 @@ static inline uint32_t sem_units(uint64_t v)
 static inline uint32_t sem_waiters(uint64_t v)
 {
 	return (uint32_t)(v >> 32);
+}
+
+/* A word this library never writes. */
+static inline bool sem_corrupt(uint64_t v)
+{
+	return sem_units(v) > SYNCMEM_SEM_VALUE_MAX || sem_waiters(v) > SEM_WAITERS_MAX;
 }
 
 int syncmem_sem_init(struct syncmem_sem *s, uint32_t value)
@@ -55,8 +66,15 @@ static int sem_try(struct syncmem__acq *a, uint64_t *expected)
 {
 	struct syncmem_sem *s = a->obj;
 	uint64_t v = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+	uint32_t failed = 0;
 
 	for (;;) {
+		if (a->registered && !sem_waiters(v)) {
+			a->registered = false;	/* our count was taken away */
+			return -EUCLEAN;
+		}
+		if (sem_corrupt(v))
+			return -EUCLEAN;
 		if (sem_units(v) && (a->registered || !sem_waiters(v))) {
 			uint64_t next = v - 1 - (a->registered ? SEM_WAITER : 0);
 
@@ -66,17 +84,17 @@ static int sem_try(struct syncmem__acq *a, uint64_t *expected)
 				a->registered = false;
 				return 1;
 			}
-			continue;
-		}
-		if (a->registered) {
+		} else if (a->registered) {
 			*expected = v;
 			return 0;
-		}
-		if (__atomic_compare_exchange_n(&s->word, &v, v + SEM_WAITER, false,
-						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		} else if (__atomic_compare_exchange_n(&s->word, &v, v + SEM_WAITER, false,
+						       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 			a->registered = true;
 			v += SEM_WAITER;
+			continue;
 		}
+		if (syncmem__too_many(&failed))
+			return -EUCLEAN;
 	}
 }
 
@@ -84,6 +102,10 @@ static void sem_unregister(struct syncmem__acq *a)
 {
 	struct syncmem_sem *s = a->obj;
 
+	/*
+	 * Relaxed: only a count. A peer may have zeroed the waiters meanwhile;
+	 * the word then wraps to a corrupt value the next call reports.
+	 */
 	if (a->registered) {
 		__atomic_fetch_sub(&s->word, SEM_WAITER, __ATOMIC_RELAXED);
 		a->registered = false;
@@ -114,8 +136,10 @@ static const struct syncmem__acq_ops sem_ops = {
 
 static int sem_acq(struct syncmem_region *r, struct syncmem_sem *s, struct syncmem__acq *a)
 {
-	if (!syncmem__object_valid(r, s, sizeof(*s), &s->word, 8))
-		return -EINVAL;
+	int err = syncmem__object_writable(r, s, sizeof(*s), &s->word, 8);
+
+	if (err)
+		return err;
 	*a = (struct syncmem__acq){ .ops = &sem_ops, .obj = s, .word = &s->word, .width = 8 };
 	return 0;
 }
@@ -135,17 +159,24 @@ int syncmem_sem_wait(struct syncmem_region *r, struct syncmem_sem *s)
 
 int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s)
 {
+	uint32_t failed = 0;
 	uint64_t v;
+	int err = syncmem__object_writable(r, s, sizeof(*s), &s->word, 8);
 
-	if (!syncmem__object_valid(r, s, sizeof(*s), &s->word, 8))
-		return -EINVAL;
+	if (err)
+		return err;
 	v = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
 	while (sem_units(v)) {
+		if (sem_corrupt(v))
+			return -EUCLEAN;
+		/* Acquire: the poster's writes happen before ours. */
 		if (__atomic_compare_exchange_n(&s->word, &v, v - 1, false, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
 			return 0;
+		if (syncmem__too_many(&failed))
+			return -EUCLEAN;
 	}
-	return -EAGAIN;
+	return sem_corrupt(v) ? -EUCLEAN : -EAGAIN;
 }
 
 int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -159,14 +190,17 @@ int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 
 int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s)
 {
+	uint32_t failed = 0;
 	uint64_t v;
-	int ret;
+	int ret = syncmem__object_writable(r, s, sizeof(*s), &s->word, 8);
 
-	if (!syncmem__object_valid(r, s, sizeof(*s), &s->word, 8))
-		return -EINVAL;
+	if (ret)
+		return ret;
 	v = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
 	for (;;) {
-		if (sem_units(v) >= SYNCMEM_SEM_VALUE_MAX)
+		if (sem_corrupt(v))
+			return -EUCLEAN;
+		if (sem_units(v) == SYNCMEM_SEM_VALUE_MAX)
 			return -EOVERFLOW;
 		if (sem_waiters(v))
 			break;
@@ -174,6 +208,8 @@ int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s)
 		if (__atomic_compare_exchange_n(&s->word, &v, v + 1, false, __ATOMIC_RELEASE,
 						__ATOMIC_RELAXED))
 			return 0;
+		if (syncmem__too_many(&failed))
+			return -EUCLEAN;
 	}
 	/*
 	 * The kernel leaves the word alone when it hands the unit over: write

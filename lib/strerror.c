@@ -21,6 +21,8 @@ const char *syncmem_strerror(int err)
 		return "pending: the wait is queued and its callback will report";
 	case -ENODEV:
 		return "/dev/syncmem is missing: the syncmem kernel module is not loaded (modprobe syncmem)";
+	case -EUCLEAN:
+		return "structure needs cleaning: the shared object holds values this library never writes (another process corrupted it, or keeps changing it)";
 	case -EPROTO:
 		return "the loaded syncmem module speaks another ABI version than this library (or the memory is not what it should be)";
 	}

@@ -30,13 +30,15 @@ int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
 	return syncmem__object_offset(r, addr, width, width, off);
 }
 
-bool syncmem__object_valid(const struct syncmem_region *r, const void *obj, size_t size,
-			   const void *word, uint32_t width)
+int syncmem__object_writable(const struct syncmem_region *r, const void *obj, size_t size,
+			     const void *word, uint32_t width)
 {
 	__u64 off, word_off;
 
-	return !syncmem__object_offset(r, obj, size, 1, &off) &&
-	       !syncmem__word_offset(r, word, width, &word_off);
+	if (syncmem__object_offset(r, obj, size, 1, &off) ||
+	    syncmem__word_offset(r, word, width, &word_off))
+		return -EINVAL;
+	return r->rdonly ? -EBADF : 0;
 }
 
 uint64_t syncmem__deadline(int64_t timeout_ns)

@@ -48,6 +48,7 @@ FIXTURE_SETUP(flight)
 
 FIXTURE_TEARDOWN(flight)
 {
+	syncmem_pool_detach(self->pool);
 	syncmem_close(self->r);
 }
 
@@ -341,8 +342,18 @@ TEST_F(flight, limits_and_errors)
 	EXPECT_EQ(-EEXIST, syncmem_flight_init(self->r, self->table, table_len, ENTRIES,
 					       self->pool, &other));
 	EXPECT_EQ(-EINVAL, syncmem_flight_init(self->r, buf, sizeof(buf), 1, self->pool, &other));
-	EXPECT_EQ(-EINVAL, syncmem_flight_init(self->r, self->table, table_len, ENTRIES,
-					       (struct syncmem_pool *)buf, &other));
+	/* The result pool must lie in the region. */
+	{
+		static char outside[4096] __attribute__((aligned(64)));
+		struct syncmem_pool *elsewhere;
+
+		ASSERT_EQ(0, syncmem_pool_init(outside, sizeof(outside), 64, 4, &elsewhere));
+		EXPECT_EQ(-EINVAL, syncmem_flight_init(self->r, self->table, table_len, ENTRIES,
+						       elsewhere, &other));
+		syncmem_pool_detach(elsewhere);
+	}
+	EXPECT_EQ(-EINVAL, syncmem_flight_init(self->r, self->table, table_len, ENTRIES, NULL,
+					       &other));
 	EXPECT_EQ(0, syncmem_flight_attach(self->r, self->table, table_len, &other));
 	EXPECT_EQ(self->f, other);
 	EXPECT_EQ(-EPROTO, syncmem_flight_attach(self->r, (char *)self->sh + REGION - 65536,

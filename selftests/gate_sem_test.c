@@ -376,9 +376,11 @@ TEST_F(gs, errors)
 	EXPECT_EQ(-EINVAL, syncmem_sem_post(self->r, &outside_sem));
 	EXPECT_EQ(-EINVAL, syncmem_sem_post(self->r, edge));	/* runs past the end */
 	EXPECT_EQ(-EINVAL, syncmem_sem_init(NULL, 0));
-	/* A word that is not a gate's. */
+	/* A word no gate ever holds: the gate was written by something else. */
 	self->sh->gate.word = 77;
-	EXPECT_EQ(-EINVAL, syncmem_gate_wait(self->r, &self->sh->gate, 0));
+	EXPECT_EQ(-EUCLEAN, syncmem_gate_wait(self->r, &self->sh->gate, 0));
+	EXPECT_EQ(-EUCLEAN, syncmem_gate_signal(self->r, &self->sh->gate));
+	EXPECT_EQ(77, self->sh->gate.word);
 	ASSERT_EQ(0, syncmem_loop_new(&loop));
 	EXPECT_EQ(-EINVAL, syncmem_gate_wait_async(loop, self->r, &self->sh->gate, NULL, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_gate_wait_async(NULL, self->r, &self->sh->gate, never, NULL));

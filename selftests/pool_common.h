@@ -116,23 +116,27 @@ static inline int churn_processes(struct syncmem_pool *p, struct churn_stats *st
 	return bad;
 }
 
+static inline int pool_off_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * Walk the whole free list by allocating until exhaustion: every block must
- * come out once, in range. Returns the number allocated (and frees them all
- * again), or -1 when the list is corrupt.
+ * come out once, inside the pool. Returns the number allocated (and frees
+ * them all again), or -1 when the list is corrupt.
  */
 static inline long pool_drain_check(struct syncmem_pool *p, uint32_t nblocks)
 {
 	uint32_t *offs = calloc(nblocks + 1, sizeof(*offs));
-	char *seen = calloc(nblocks, 1);
 	long n = 0, ret;
 
-	if (!offs || !seen)
+	if (!offs)
 		return -1;
 	for (uint32_t off; (off = syncmem_pool_alloc(p)); n++) {
-		uint32_t i = (off - p->blocks_off) / p->block_size;
-
-		if (n > nblocks || i >= nblocks || seen[i]++) {
+		if (n > nblocks || !syncmem_pool_ptr(p, off)) {
 			n = -1;
 			break;
 		}
@@ -142,8 +146,12 @@ static inline long pool_drain_check(struct syncmem_pool *p, uint32_t nblocks)
 	for (long i = 0; i < n; i++)
 		if (syncmem_pool_free(p, offs[i]))
 			ret = -1;
+	/* No block twice. */
+	qsort(offs, n > 0 ? (size_t)n : 0, sizeof(*offs), pool_off_cmp);
+	for (long i = 1; i < n; i++)
+		if (offs[i] == offs[i - 1])
+			ret = -1;
 	free(offs);
-	free(seen);
 	return ret;
 }
 

@@ -38,6 +38,7 @@ static int churn_child(const char *name, uint32_t id, double seconds)
 		return 11;
 	st = (void *)((char *)syncmem_base(r) + syncmem_size(r) - 4096);
 	churn(p, st, id, 3, seconds);
+	syncmem_pool_detach(p);
 	syncmem_close(r);
 	return 0;
 }
@@ -74,6 +75,7 @@ TEST_F(pool, fifty_processes_twenty_blocks_on_a_region)
 	EXPECT_EQ(20, pool_drain_check(p, 20));
 	TH_LOG("%llu allocations by 50 processes, %llu times exhausted: 0 double allocations, 0 lost blocks",
 	       (unsigned long long)st->allocs, (unsigned long long)st->exhausted);
+	syncmem_pool_detach(p);
 	syncmem_close(r);
 }
 
@@ -99,6 +101,8 @@ TEST_F(pool, region_mapped_twice)
 	EXPECT_EQ(0, syncmem_pool_free(b, off));
 	EXPECT_EQ(-EALREADY, syncmem_pool_free(a, off));
 	EXPECT_EQ(8, syncmem_pool_free_count(a));
+	syncmem_pool_detach(a);
+	syncmem_pool_detach(b);
 	munmap(second, len);
 	syncmem_close(r);
 }
@@ -121,6 +125,7 @@ TEST_F(pool, sigkill_mid_churn_on_a_region)
 	EXPECT_EQ(0, atomic_load(&st->double_allocs));
 	EXPECT_EQ(0, atomic_load(&st->bad_stamps));
 	TH_LOG("%ld blocks leaked by %d killed processes; the list is intact", leaked, KILL);
+	syncmem_pool_detach(p);
 	syncmem_close(r);
 }
 

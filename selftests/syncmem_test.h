@@ -274,20 +274,30 @@ static inline int become_nobody(void)
 	return 0;
 }
 
-/* Kill the process with SIGSYS on any ioctl from now on. */
-static inline int forbid_ioctl(void)
+/*
+ * From now on, @action (SECCOMP_RET_*) for every ioctl of the calling
+ * thread: seccomp(2)'s result (a listener fd with
+ * SECCOMP_FILTER_FLAG_NEW_LISTENER in @flags), or -1.
+ */
+static inline int seccomp_on_ioctl(unsigned int action, unsigned int flags)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, action),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+}
+
+/* Kill the process with SIGSYS on any ioctl from now on. */
+static inline int forbid_ioctl(void)
+{
+	return seccomp_on_ioctl(SECCOMP_RET_KILL_PROCESS, 0) < 0 ? -1 : 0;
 }
 
 #endif /* SYNCMEM_SELFTEST_H */

@@ -40,6 +40,7 @@ TEST(init_and_attach_errors)
 {
 	size_t len = syncmem_pool_footprint(64, 16);
 	char *mem = shared_mem(2 * len + 64);
+	struct syncmem_pool_header *h = (void *)mem;
 	struct syncmem_pool *p, *q;
 	int64_t t0;
 
@@ -60,33 +61,41 @@ TEST(init_and_attach_errors)
 	EXPECT_EQ(-EINVAL, syncmem_pool_attach(mem, 10, &q));
 
 	ASSERT_EQ(0, syncmem_pool_init(mem, len, 64, 16, &p));
-	EXPECT_EQ((void *)mem, p);
+	/* The handle is private; it maps offsets onto the memory it was given. */
+	EXPECT_NE((void *)mem, p);
+	EXPECT_EQ(mem + 640, syncmem_pool_ptr(p, 640));
 	EXPECT_EQ(-EEXIST, syncmem_pool_init(mem, len, 64, 16, &q));
+	EXPECT_EQ(NULL, q);
 	EXPECT_EQ(0, syncmem_pool_attach(mem, len, &q));
-	EXPECT_EQ(p, q);
+	EXPECT_NE(p, q);
+	EXPECT_EQ(syncmem_pool_ptr(p, 640), syncmem_pool_ptr(q, 640));
+	syncmem_pool_detach(q);
 	EXPECT_EQ(-EINVAL, syncmem_pool_attach(mem, len - 64, &q));
 	EXPECT_EQ(16, syncmem_pool_free_count(p));
-	EXPECT_EQ(SYNCMEM_POOL_MAGIC, p->magic);
-	EXPECT_EQ(64, p->block_size);
+	EXPECT_EQ(SYNCMEM_POOL_MAGIC, h->magic);
+	EXPECT_EQ(64, h->block_size);
+	EXPECT_EQ(640, h->blocks_off);
 
 	/* Foreign memory: a wrong magic, a damaged geometry. */
-	p->magic ^= 1;
+	h->magic ^= 1;
 	EXPECT_EQ(-EPROTO, syncmem_pool_attach(mem, len, &q));
-	p->magic ^= 1;
-	p->nblocks++;
+	h->magic ^= 1;
+	h->nblocks++;
 	EXPECT_EQ(-EPROTO, syncmem_pool_attach(mem, len, &q));
-	p->nblocks--;
+	h->nblocks--;
 	memset(mem + len, 0xa5, len);
 	EXPECT_EQ(-EPROTO, syncmem_pool_attach(mem + len + 64 - len % 64, len, &q));
+	syncmem_pool_detach(p);
+	syncmem_pool_detach(NULL);
 	munmap(mem, 2 * len + 64);
 }
 
 static void *finish_init_later(void *arg)
 {
-	struct syncmem_pool *p = arg;
+	struct syncmem_pool_header *h = arg;
 
 	usleep(200000);
-	__atomic_store_n(&p->state, 0x52454459u, __ATOMIC_RELEASE);	/* ready */
+	__atomic_store_n(&h->state, 0x52454459u, __ATOMIC_RELEASE);	/* ready */
 	return NULL;
 }
 
@@ -100,24 +109,27 @@ TEST(attach_waits_for_a_slow_creator)
 {
 	size_t len = syncmem_pool_footprint(64, 4);
 	void *mem = shared_mem(len);
+	struct syncmem_pool_header *h = mem;
 	struct syncmem_pool *p, *q;
 	pthread_t t;
 	double t0;
 
 	ASSERT_EQ(0, syncmem_pool_init(mem, len, 64, 4, &p));
-	__atomic_store_n(&p->state, 0x494e4954u, __ATOMIC_RELAXED);	/* initialising */
-	ASSERT_EQ(0, pthread_create(&t, NULL, finish_init_later, p));
+	__atomic_store_n(&h->state, 0x494e4954u, __ATOMIC_RELAXED);	/* initialising */
+	ASSERT_EQ(0, pthread_create(&t, NULL, finish_init_later, h));
 	t0 = churn_now();
 	EXPECT_EQ(0, syncmem_pool_attach(mem, len, &q));
 	EXPECT_LE(0.19, churn_now() - t0);
 	pthread_join(t, NULL);
-	EXPECT_EQ(p, q);
+	EXPECT_EQ(4, syncmem_pool_free_count(q));
+	syncmem_pool_detach(q);
 
 	/* A creator that never finishes: -ETIMEDOUT after the documented bound. */
-	__atomic_store_n(&p->state, 0x494e4954u, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->state, 0x494e4954u, __ATOMIC_RELAXED);
 	t0 = churn_now();
 	EXPECT_EQ(-ETIMEDOUT, syncmem_pool_attach(mem, len, &q));
 	EXPECT_LE(SYNCMEM_POOL_ATTACH_WAIT_MS / 1000.0 - 0.01, churn_now() - t0);
+	syncmem_pool_detach(p);
 	munmap(mem, len);
 }
 
@@ -125,8 +137,8 @@ TEST(exhaustion_recovers_and_bad_frees)
 {
 	enum { N = 32 };
 	size_t len = syncmem_pool_footprint(8, N);
-	void *mem = shared_mem(len);
-	uint32_t offs[N], off;
+	char *mem = shared_mem(len);
+	uint32_t offs[N], off, blocks_off = (uint32_t)len - N * 64;
 	struct syncmem_pool *p;
 	int i;
 
@@ -136,7 +148,7 @@ TEST(exhaustion_recovers_and_bad_frees)
 		ASSERT_NE(0, offs[i]);
 		/* Blocks are 64-byte aligned and do not share the header's lines. */
 		ASSERT_EQ(0, offs[i] % 64);
-		ASSERT_LE(p->blocks_off, offs[i]);
+		ASSERT_LE(blocks_off, offs[i]);
 	}
 	EXPECT_EQ(0, syncmem_pool_alloc(p));
 	EXPECT_EQ(0, syncmem_pool_free_count(p));
@@ -148,7 +160,7 @@ TEST(exhaustion_recovers_and_bad_frees)
 	EXPECT_EQ(-EINVAL, syncmem_pool_free(p, 0));
 	EXPECT_EQ(-EINVAL, syncmem_pool_free(p, 64));
 	EXPECT_EQ(-EINVAL, syncmem_pool_free(p, offs[0] + 8));
-	EXPECT_EQ(-EINVAL, syncmem_pool_free(p, p->blocks_off + N * 64));
+	EXPECT_EQ(-EINVAL, syncmem_pool_free(p, blocks_off + N * 64));
 	EXPECT_EQ(-EINVAL, syncmem_pool_free(p, UINT32_MAX));
 	EXPECT_EQ(0, syncmem_pool_free(p, offs[3]));
 	EXPECT_EQ(-EALREADY, syncmem_pool_free(p, offs[3]));
@@ -161,12 +173,13 @@ TEST(exhaustion_recovers_and_bad_frees)
 
 	/* Pointers and offsets. */
 	off = syncmem_pool_alloc(p);
-	EXPECT_EQ((char *)p + off, syncmem_pool_ptr(p, off));
+	EXPECT_EQ(mem + off, syncmem_pool_ptr(p, off));
 	EXPECT_EQ(off, syncmem_pool_off(p, syncmem_pool_ptr(p, off)));
 	EXPECT_EQ(NULL, syncmem_pool_ptr(p, 0));
 	EXPECT_EQ(NULL, syncmem_pool_ptr(p, (uint32_t)len));
-	EXPECT_EQ(0, syncmem_pool_off(p, (char *)p + len));
+	EXPECT_EQ(0, syncmem_pool_off(p, mem + len));
 	EXPECT_EQ(0, syncmem_pool_off(p, &off));
+	syncmem_pool_detach(p);
 	munmap(mem, len);
 }
 
@@ -225,6 +238,7 @@ TEST(racing_double_frees_from_processes)
 	EXPECT_EQ(ROUNDS * PROCS, atomic_load(inval));
 	EXPECT_EQ(N, syncmem_pool_free_count(p));
 	EXPECT_EQ(N, pool_drain_check(p, N));
+	syncmem_pool_detach(p);
 }
 
 /* One memfd mapped twice at different addresses: offsets mean the same block. */
@@ -253,6 +267,8 @@ TEST(mapped_twice_at_different_addresses)
 	EXPECT_EQ(0, syncmem_pool_free(a, off));
 	EXPECT_EQ(-EALREADY, syncmem_pool_free(b, off));
 	EXPECT_EQ(8, syncmem_pool_free_count(b));
+	syncmem_pool_detach(a);
+	syncmem_pool_detach(b);
 	munmap(ma, len);
 	munmap(mb, len);
 	close(fd);
@@ -278,6 +294,7 @@ TEST(fifty_processes_twenty_blocks)
 	EXPECT_EQ(20, pool_drain_check(p, 20));
 	TH_LOG("%llu allocations, %llu times exhausted, 0 double allocations, 0 lost blocks",
 	       (unsigned long long)st->allocs, (unsigned long long)st->exhausted);
+	syncmem_pool_detach(p);
 }
 
 struct thread_arg {
@@ -316,6 +333,7 @@ TEST(threads_churn)
 	EXPECT_EQ(0, atomic_load(&st.errors));
 	EXPECT_EQ(N, syncmem_pool_free_count(p));
 	EXPECT_EQ(N, pool_drain_check(p, N));
+	syncmem_pool_detach(p);
 }
 
 TEST(sigkill_mid_churn_never_corrupts)
@@ -334,6 +352,7 @@ TEST(sigkill_mid_churn_never_corrupts)
 	EXPECT_EQ(0, atomic_load(&st->double_allocs));
 	EXPECT_EQ(0, atomic_load(&st->bad_stamps));
 	TH_LOG("%ld blocks leaked by %d killed processes; the list is intact", leaked, KILL);
+	syncmem_pool_detach(p);
 }
 
 TEST_HARNESS_MAIN

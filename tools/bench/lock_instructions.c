@@ -30,8 +30,7 @@ __attribute__((noinline)) int pthread_pair(pthread_mutex_t *m)
 
 int main(int argc, char **argv)
 {
-	struct syncmem_region r = { .fd = -1, .size = 4096,
-				    .lock_words = (4096 - sizeof(struct syncmem_lock)) / 4 + 1 };
+	struct syncmem_region r;
 	pthread_mutexattr_t a;
 	pthread_mutex_t *m;
 	struct syncmem_lock *l;
@@ -41,7 +40,7 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		return 2;
 	n = atol(argv[2]);
-	r.base = memfd_shared(r.size);
+	syncmem__region_fill(&r, -1, memfd_shared(4096), 4096, false);
 	m = memfd_shared(4096);
 	if (!r.base || !m)
 		return 1;

@@ -201,6 +201,7 @@ static int demo_pool(void)
 	       20 - syncmem_pool_free_count(p));
 	bad |= st->double_allocs || st->bad_stamps || st->errors ||
 	       syncmem_pool_free_count(p) != 20 || !st->allocs;
+	syncmem_pool_detach(p);
 	syncmem_close(r);
 	printf("pool: %s\n", bad ? "FAILED" : "ok, no block was ever owned twice and none was lost");
 	return bad ? 1 : 0;
@@ -374,6 +375,7 @@ static int demo_flight(void)
 	bad |= atomic_load(&pg->runs) != 1;
 	close(p[0]);
 	close(p[1]);
+	syncmem_pool_detach(pool);
 	syncmem_close(r);
 	printf("single-flight: %s\n", bad ? "FAILED" : "ok");
 	return bad;

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Mutex, gate, semaphore and rwlock words against hostile peers: another
+ * process may write anything into them at any moment. Calls must return
+ * (no endless loop), never fault, and answer a documented result:
+ * -EUCLEAN for word values this library never writes. Memory mapped
+ * read-only answers -EBADF instead of SIGSEGV.
+ *
+ * No kernel here: the region handle is a stand-in over plain shared memory
+ * (hostile.h) whose waits and wakes fail with -ENOTTY; everything that
+ * does not need the kernel runs as on a real region.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "hostile.h"
+#include "syncmem.h"
+
+struct objects {
+	struct syncmem_lock lock;
+	struct syncmem_gate gate;
+	struct syncmem_sem sem;
+	struct syncmem_rwlock rw;
+};
+
+struct victim_arg {
+	struct syncmem_region *r;
+	struct objects *o;
+	double seconds;
+};
+
+#define MS	1000000
+
+/* Fail the victim with @code unless @cond. */
+#define CHECK(cond, code)			\
+	do {					\
+		if (!(cond))			\
+			return (code);		\
+	} while (0)
+
+static void init_objects(struct objects *o)
+{
+	syncmem_lock_init(&o->lock, 0);
+	syncmem_gate_init(&o->gate, false);
+	syncmem_sem_init(&o->sem, 0);
+	syncmem_rwlock_init(&o->rw);
+}
+
+/*
+ * The objects between guard pages, a stand-in region over them: run
+ * @victim on them in a child (alarm: 20 s), with a scribbler writing into
+ * them meanwhile if @scribble. The victim's exit status.
+ */
+static int on_guarded_objects(int (*victim)(void *arg), double seconds, bool scribble)
+{
+	struct syncmem_region r;
+	struct victim_arg a;
+	struct guarded g;
+	pid_t scribbler = 0;
+	int ret;
+
+	if (guarded_map(sizeof(struct objects), &g))
+		return -1;
+	if (stand_in_region(&r, g.mem, g.len, false)) {
+		guarded_unmap(&g);
+		return -1;
+	}
+	a = (struct victim_arg){ &r, (struct objects *)g.mem, seconds };
+	init_objects(a.o);
+	if (scribble)
+		scribbler = scribbler_start(g.mem, g.len, 4, 0xb0b);
+	ret = scribbler < 0 ? -1 : run_victim(victim, &a, 20);
+	if (scribbler > 0)
+		scribbler_stop(scribbler);
+	close(r.fd);
+	guarded_unmap(&g);
+	return ret;
+}
+
+/* Each impossible word value meets the call that reads it. */
+static int impossible_victim(void *arg)
+{
+	struct victim_arg *a = arg;
+	struct syncmem_region *r = a->r;
+	struct objects *o = a->o;
+
+	/* Bit 30 of a lock word: no thread id has it. */
+	o->lock.word = 0x40000001;
+	CHECK(syncmem_trylock(r, &o->lock) == -EUCLEAN, 1);
+	CHECK(syncmem_lock_timed(r, &o->lock, MS) == -EUCLEAN, 2);
+	CHECK(syncmem_unlock(r, &o->lock) == -EUCLEAN, 3);
+	/* Flags other than FAIR, met by an unlock that has waiters to serve. */
+	o->lock.word = syncmem__tid() | 0x80000000u;
+	o->lock.flags = 0x100;
+	CHECK(syncmem_unlock(r, &o->lock) == -EUCLEAN, 4);
+	/* ... and by a locker that would sleep. */
+	o->lock.word = 12345;
+	CHECK(syncmem_lock_timed(r, &o->lock, MS) == -EUCLEAN, 5);
+
+	o->gate.word = 7;
+	CHECK(syncmem_gate_wait(r, &o->gate, 0) == -EUCLEAN, 6);
+	CHECK(syncmem_gate_wait(r, &o->gate, MS) == -EUCLEAN, 7);
+	CHECK(syncmem_gate_signal(r, &o->gate) == -EUCLEAN, 8);
+	CHECK(o->gate.word == 7, 9);
+
+	/* More units than SYNCMEM_SEM_VALUE_MAX. */
+	o->sem.word = 0x80000000u;
+	CHECK(syncmem_sem_trywait(r, &o->sem) == -EUCLEAN, 10);
+	CHECK(syncmem_sem_timedwait(r, &o->sem, 0) == -EUCLEAN, 11);
+	CHECK(syncmem_sem_post(r, &o->sem) == -EUCLEAN, 12);
+	CHECK(o->sem.word == 0x80000000u, 13);
+	/* 2^32 - 1 waiters: registering one more would wrap. */
+	o->sem.word = 0xffffffffull << 32;
+	CHECK(syncmem_sem_timedwait(r, &o->sem, 0) == -EUCLEAN, 14);
+	CHECK(syncmem_sem_post(r, &o->sem) == -EUCLEAN, 15);
+	CHECK(o->sem.word == 0xffffffffull << 32, 16);
+
+	/* A reader count that one more reader would carry into bit 31. */
+	o->rw.readers = 0x7fffffff;
+	CHECK(syncmem_rwlock_tryrdlock(r, &o->rw) == -EUCLEAN, 17);
+	CHECK(syncmem_rwlock_rdlock_timed(r, &o->rw, MS) == -EUCLEAN, 18);
+	CHECK(o->rw.readers == 0x7fffffff, 19);
+	CHECK(o->rw.turnstile.word == 0, 20);	/* let go of */
+	return 0;
+}
+
+TEST(impossible_word_values_are_euclean)
+{
+	EXPECT_EQ(0, on_guarded_objects(impossible_victim, 0, false));
+}
+
+/* Every wait finds the word changed: each blocking call gives up. */
+static int changing_victim(void *arg)
+{
+	struct victim_arg *a = arg;
+	struct syncmem_region *r = a->r;
+	struct objects *o = a->o;
+
+	if (every_wait_finds_the_word_changed())
+		return 50;
+	/* Held by another thread, waited on. */
+	o->lock.word = 0x80000000u | 12345;
+	CHECK(syncmem_lock(r, &o->lock) == -EUCLEAN, 1);
+	CHECK(syncmem_lock_timed(r, &o->lock, 1000 * MS) == -EUCLEAN, 2);
+	CHECK(o->lock.starving == 0, 3);
+	/* Closed and waited on. */
+	o->gate.word = 2;
+	CHECK(syncmem_gate_wait(r, &o->gate, SYNCMEM_FOREVER) == -EUCLEAN, 4);
+	/* No unit: the waiter registers, gives up, unregisters. */
+	CHECK(syncmem_sem_wait(r, &o->sem) == -EUCLEAN, 5);
+	CHECK(o->sem.word == 0, 6);
+	/* A reader inside: the writer waits for it to leave, gives up. */
+	o->rw.readers = 1;
+	CHECK(syncmem_rwlock_wrlock(r, &o->rw) == -EUCLEAN, 7);
+	CHECK(o->rw.readers == 1, 8);
+	CHECK(o->rw.turnstile.word == 0, 9);
+	return 0;
+}
+
+/*
+ * A peer that changes a word between every read and every wait of a call
+ * would keep it looping forever: it gives up with -EUCLEAN instead, and
+ * leaves the object as it found it.
+ */
+TEST(a_word_that_keeps_changing_cannot_keep_a_call_looping)
+{
+	EXPECT_EQ(0, on_guarded_objects(changing_victim, 0, false));
+}
+
+/* Results any call of the family may give here (no -EINVAL: all is in place). */
+static bool documented(int ret)
+{
+	switch (ret) {
+	case 0:
+	case SYNCMEM_TIMED_OUT:
+	case -EBUSY:
+	case -EAGAIN:
+	case -EDEADLK:
+	case -EPERM:
+	case -EOVERFLOW:
+	case -EUCLEAN:
+	case -ENOTTY:	/* a wait or wake: the stand-in region has no kernel */
+		return true;
+	}
+	return false;
+}
+
+/* Lock, unlock, pass, signal, post and take in a loop while words change. */
+static int scribbled_victim(void *arg)
+{
+	struct victim_arg *a = arg;
+	struct syncmem_region *r = a->r;
+	struct objects *o = a->o;
+	double end = hostile_now() + a->seconds;
+	unsigned long calls = 0, euclean = 0;
+
+	while (hostile_now() < end) {
+		int ret[16], n = 0;
+
+		ret[n++] = syncmem_trylock(r, &o->lock);
+		ret[n++] = syncmem_unlock(r, &o->lock);
+		ret[n++] = syncmem_lock_timed(r, &o->lock, MS);
+		ret[n++] = syncmem_unlock(r, &o->lock);
+		ret[n++] = syncmem_gate_wait(r, &o->gate, 0);
+		ret[n] = syncmem_gate_signal(r, &o->gate);
+		ret[n] = ret[n] == 1 ? 0 : ret[n];	/* handed to a waiter */
+		n++;
+		ret[n++] = syncmem_sem_post(r, &o->sem);
+		ret[n++] = syncmem_sem_trywait(r, &o->sem);
+		ret[n++] = syncmem_sem_timedwait(r, &o->sem, 0);
+		ret[n++] = syncmem_rwlock_tryrdlock(r, &o->rw);
+		ret[n++] = syncmem_rwlock_unlock(r, &o->rw);
+		ret[n++] = syncmem_rwlock_trywrlock(r, &o->rw);
+		ret[n++] = syncmem_rwlock_unlock(r, &o->rw);
+		ret[n++] = syncmem_rwlock_rdlock_timed(r, &o->rw, MS);
+		ret[n++] = syncmem_rwlock_wrlock_timed(r, &o->rw, MS);
+		ret[n++] = syncmem_rwlock_unlock(r, &o->rw);
+		for (int i = 0; i < n; i++) {
+			if (!documented(ret[i])) {
+				printf("# call %d returned %d\n", i, ret[i]);
+				fflush(stdout);
+				return 30 + i;
+			}
+			euclean += ret[i] == -EUCLEAN;
+		}
+		calls += n;
+	}
+	printf("# %lu calls, %lu -EUCLEAN\n", calls, euclean);
+	fflush(stdout);
+	return 0;
+}
+
+/*
+ * A scribbler writes random and plausible values into every word of a
+ * mutex, a gate, a semaphore and an rwlock while a process uses them.
+ */
+TEST(scribbled_words_never_hang_fault_or_invent_results)
+{
+	EXPECT_EQ(0, on_guarded_objects(scribbled_victim, 2.0, true));
+}
+
+/* Every call that writes the object, through a read-only mapping. */
+static int read_only_victim(void *arg)
+{
+	struct victim_arg *a = arg;
+	struct syncmem_region *r = a->r;
+	struct objects *o = a->o;
+	struct syncmem_lock outside;
+
+	CHECK(syncmem_lock(r, &o->lock) == -EBADF, 1);
+	CHECK(syncmem_lock_timed(r, &o->lock, MS) == -EBADF, 2);
+	CHECK(syncmem_trylock(r, &o->lock) == -EBADF, 3);
+	CHECK(syncmem_unlock(r, &o->lock) == -EBADF, 4);
+	/* Outside the region it is still -EINVAL. */
+	CHECK(syncmem_trylock(r, &outside) == -EINVAL, 5);
+	CHECK(syncmem_unlock(r, &outside) == -EINVAL, 6);
+	CHECK(syncmem_gate_wait(r, &o->gate, 0) == -EBADF, 7);
+	CHECK(syncmem_gate_signal(r, &o->gate) == -EBADF, 8);
+	CHECK(syncmem_sem_wait(r, &o->sem) == -EBADF, 9);
+	CHECK(syncmem_sem_timedwait(r, &o->sem, 0) == -EBADF, 10);
+	CHECK(syncmem_sem_trywait(r, &o->sem) == -EBADF, 11);
+	CHECK(syncmem_sem_post(r, &o->sem) == -EBADF, 12);
+	CHECK(syncmem_rwlock_rdlock(r, &o->rw) == -EBADF, 13);
+	CHECK(syncmem_rwlock_tryrdlock(r, &o->rw) == -EBADF, 14);
+	CHECK(syncmem_rwlock_wrlock(r, &o->rw) == -EBADF, 15);
+	CHECK(syncmem_rwlock_trywrlock(r, &o->rw) == -EBADF, 16);
+	CHECK(syncmem_rwlock_unlock(r, &o->rw) == -EBADF, 17);
+	/* Reading is fine. */
+	CHECK(syncmem_sem_value(&o->sem) == 1, 18);
+	return 0;
+}
+
+TEST(read_only_memory_is_ebadf_not_sigsegv)
+{
+	size_t len = sysconf(_SC_PAGESIZE);
+	int fd = memfd_create("locks-ro", MFD_CLOEXEC);
+	struct syncmem_region r;
+	struct victim_arg a;
+	char *rw, *ro;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, (off_t)len));
+	rw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ro = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, rw);
+	ASSERT_NE(MAP_FAILED, ro);
+	init_objects((struct objects *)rw);
+	syncmem_sem_init(&((struct objects *)rw)->sem, 1);
+	ASSERT_EQ(0, stand_in_region(&r, ro, len, true));
+	a = (struct victim_arg){ &r, (struct objects *)ro, 0 };
+	EXPECT_EQ(0, run_victim(read_only_victim, &a, 20));
+	close(r.fd);
+	munmap(rw, len);
+	munmap(ro, len);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
