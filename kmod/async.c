@@ -254,8 +254,7 @@ static void syncmem_handle_expire(struct work_struct *work)
 		spin_unlock_irq(&h->expire_lock);
 		if (!t)
 			break;
-		if (syncmem_waiter_claim(t->a.region, &t->a.w, SYNCMEM_W_TIMED_OUT) ==
-		    SYNCMEM_W_TIMED_OUT)
+		if (syncmem_waiter_claim(t->a.region, &t->a.w, SYNCMEM_W_TIMED_OUT, NULL))
 			syncmem_async_complete(&t->a, SYNCMEM_WAIT_TIMED_OUT);
 		syncmem_async_put(&t->a);	/* the timer's */
 		cond_resched();
@@ -456,8 +455,7 @@ long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg)
 /* Claim and complete @a with -ECANCELED; false if somebody claimed it first. */
 static bool syncmem_async_cancel_one(struct syncmem_async *a)
 {
-	if (syncmem_waiter_claim(a->region, &a->w, SYNCMEM_W_CANCELLED) !=
-	    SYNCMEM_W_CANCELLED)
+	if (!syncmem_waiter_claim(a->region, &a->w, SYNCMEM_W_CANCELLED, NULL))
 		return false;
 	syncmem_async_complete(a, -ECANCELED);
 	return true;

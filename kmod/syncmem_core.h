@@ -222,8 +222,8 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 			  const struct syncmem_wait *arg,
 			  struct syncmem_waiter *w,
 			  int (*admit)(struct syncmem_waiter *w));
-int syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
-			 int state);
+bool syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
+			  int state, int *final);
 int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
 		       u64 value);
 long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,

@@ -418,28 +418,31 @@ int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
  * @r:		The region of the waiter's word.
  * @w:		A waiter that was queued.
  * @state:	The final state to give it (TIMED_OUT or CANCELLED).
+ * @final:	Set to the waiter's final state (may be NULL).
  *
- * Returns @state if @w was still queued (it is now out of the queue and
- * the caller completes it), else the final state a notify or hand-off gave
- * it first.
+ * Returns true if @w was still queued: it is now out of the queue with
+ * @state and the caller completes it. False if somebody else claimed it
+ * first, even with the same state (two cancels): they complete it.
  */
-int syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
-			 int state)
+bool syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
+			  int state, int *final)
 {
 	struct syncmem_bucket *b = w->b;
 	struct syncmem_queue *dead = NULL;
+	bool claimed;
 
 	spin_lock(&b->lock);
-	if (w->state == SYNCMEM_W_QUEUED) {
+	claimed = w->state == SYNCMEM_W_QUEUED;
+	if (claimed) {
 		syncmem_waiter_unlink(r, w);
 		w->state = state;
 		dead = syncmem_queue_settle(r, w->q);
-	} else {
-		state = w->state;
 	}
+	if (final)
+		*final = w->state;
 	spin_unlock(&b->lock);
 	syncmem_queue_free(dead);
-	return state;
+	return claimed;
 }
 
 /* Sleep until claimed, the deadline passes or a signal arrives. */
@@ -482,7 +485,7 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 	}
 
 	if (state == SYNCMEM_W_QUEUED)
-		state = syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED);
+		syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED, &state);
 
 	switch (state) {
 	case SYNCMEM_W_WOKEN:

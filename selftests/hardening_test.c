@@ -196,6 +196,78 @@ HEAVY_TEST(cancel_notify_and_waits_race_and_every_wait_completes_once)
 	free(seen);
 }
 
+/* Two cancels of one wait at once: one cancels it, one record follows. */
+struct double_cancel {
+	int dev;
+	_Atomic int go, round, done;
+	int second;		/* the racing thread's result this round */
+};
+
+static int cancel_one(int dev, uint64_t user_data)
+{
+	struct syncmem_cancel c = { .user_data = user_data };
+
+	return raw_ioctl(dev, SYNCMEM_IOC_CANCEL, &c);
+}
+
+static void *second_canceller(void *arg)
+{
+	struct double_cancel *d = arg;
+
+	for (int seen = 0;;) {
+		int r;
+
+		while ((r = atomic_load(&d->go)) == seen)
+			;
+		if (r < 0)
+			return NULL;
+		seen = r;
+		d->second = cancel_one(d->dev, 7);
+		atomic_store(&d->done, r);
+	}
+}
+
+HEAVY_TEST(two_cancels_of_one_wait_complete_it_once)
+{
+	struct double_cancel d = { 0 };
+	struct syncmem_completion recs[4];
+	pthread_t t;
+	int rfd, both = 0;
+
+	ASSERT_EQ(0, become_nobody());
+	d.dev = dev_open();
+	ASSERT_LE(0, d.dev);
+	rfd = anon_region(d.dev, PG);
+	ASSERT_LE(0, rfd);
+	ASSERT_EQ(0, pthread_create(&t, NULL, second_canceller, &d));
+	for (int round = 1; round <= 20000; round++) {
+		int first;
+		ssize_t n;
+
+		ASSERT_EQ(SYNCMEM_WAIT_QUEUED,
+			  raw_wait_async(d.dev, rfd, 0, 0, SYNCMEM_NO_DEADLINE, 7));
+		atomic_store(&d.go, round);
+		first = cancel_one(d.dev, 7);
+		while (atomic_load(&d.done) != round)
+			;
+		/* Exactly one of the two cancelled it... */
+		ASSERT_TRUE((first == 0) != (d.second == 0))
+			TH_LOG("round %d: cancels returned %d and %d", round, first, d.second);
+		ASSERT_EQ(-ENOENT, first ? first : d.second);
+		both += first != 0;
+		/* ...and exactly one record followed. */
+		n = read(d.dev, recs, sizeof(recs));
+		ASSERT_EQ(sizeof(recs[0]), n);
+		ASSERT_EQ(-ECANCELED, recs[0].result);
+	}
+	atomic_store(&d.go, -1);
+	pthread_join(t, NULL);
+	TH_LOG("the racing cancel won %d of 20000 rounds", both);
+	EXPECT_EQ(0, get_stats(d.dev).user_async_waits);
+	close(rfd);
+	close(d.dev);
+}
+
 /* ---- 2: a read-only opener never receives ownership ---------------------- */
 
 FIXTURE(observer) {
