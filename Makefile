@@ -2,7 +2,8 @@
 #
 #   make deps        install the Debian packages the project needs
 #   make             module (kmod/syncmem.ko), library, selftests, tools
-#   make check       everything above, then every test (host, stock VM, debug VM)
+#   make check       everything above, then every test (host, stock VM, debug VM,
+#                    PREEMPT_RT VM)
 #   make demo        the demo in the VM
 #   make checkpatch  checkpatch.pl --strict over kmod/ and the uapi header
 #   make sparse      the module under sparse (C=1)
@@ -10,14 +11,16 @@
 #
 # KDIR selects the kernel tree for kmod/syncmem.ko (default: the running
 # kernel's build tree when it is the Debian 6.1 kernel the VM boots, else the
-# installed Debian linux-headers-6.1*-amd64).
+# installed Debian linux-headers-6.1*-amd64, not the -rt-amd64 ones).
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
 BUILD := $(ROOT)/build
 LINUX_FILES := $(BUILD)/linux-files
 
-STOCK_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*-amd64)))
+# [0-9]-amd64: the stock headers, not linux-headers-6.1*-rt-amd64.
+STOCK_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*[0-9]-amd64)))
+RT_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*-rt-amd64)))
 STOCK_VERSION := $(patsubst linux-headers-%,%,$(notdir $(STOCK_HEADERS)))
 RUNNING_BUILD := /lib/modules/$(shell uname -r)/build
 ifeq ($(shell uname -r),$(STOCK_VERSION))
@@ -54,8 +57,8 @@ TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
 
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
 
-.PHONY: all deps kmod kmod-debug lib selftests hosttests tools check check-host \
-	check-static check-runner check-stock check-debug demo checkpatch sparse bench clean linux-files
+.PHONY: all deps kmod kmod-debug kmod-rt lib selftests hosttests tools check check-host \
+	check-static check-runner check-stock check-debug check-rt demo checkpatch sparse bench clean linux-files
 
 all: kmod lib selftests hosttests tools
 
@@ -80,6 +83,15 @@ $(BUILD)/kmod-debug/syncmem.ko: $(KMOD_SRCS) tools/vm/debug.config
 	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
 		ln -sf $$f $(BUILD)/kmod-debug/; done && \
 	$(MAKE) -C $$tree M=$(BUILD)/kmod-debug SYNCMEM_ROOT=$(ROOT) W=1 modules
+
+# The same sources built against Debian's PREEMPT_RT headers, in build/kmod-rt.
+kmod-rt: $(BUILD)/kmod-rt/syncmem.ko
+$(BUILD)/kmod-rt/syncmem.ko: $(KMOD_SRCS)
+	@test -n "$(RT_HEADERS)" || { echo "no linux-headers-6.1*-rt-amd64: run 'make deps'"; exit 1; }
+	@mkdir -p $(BUILD)/kmod-rt && \
+	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
+		ln -sf $$f $(BUILD)/kmod-rt/; done
+	$(MAKE) -C $(RT_HEADERS) M=$(BUILD)/kmod-rt SYNCMEM_ROOT=$(ROOT) W=1 modules
 
 # ---- library ----------------------------------------------------------------
 lib: lib/libsyncmem.a lib/libsyncmem.so
@@ -150,7 +162,7 @@ $(BUILD)/bench/lock_instructions: tools/bench/lock_instructions.c lib/libsyncmem
 # closing "N passed, N failed" line and fails on any failure.
 check:
 	@$(ROOT)/tools/deps
-	@$(MAKE) --no-print-directory all kmod-debug
+	@$(MAKE) --no-print-directory all kmod-debug kmod-rt
 	@rm -rf $(BUILD)/check && mkdir -p $(BUILD)/check
 	@status=0; \
 	$(MAKE) --no-print-directory check-static || status=1; \
@@ -158,6 +170,7 @@ check:
 	$(MAKE) --no-print-directory check-runner || status=1; \
 	$(MAKE) --no-print-directory check-stock || status=1; \
 	$(MAKE) --no-print-directory check-debug || status=1; \
+	$(MAKE) --no-print-directory check-rt || status=1; \
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
 
@@ -204,6 +217,15 @@ check-debug: all kmod-debug
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-debug $(ROOT)/tools/vm/run --kernel debug \
 		--timeout 1500 -- selftests/run-all 2>&1 | tee $(BUILD)/check/debug.tap; \
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - debug VM run exited $$rc" >>$(BUILD)/check/debug.tap; exit $$rc
+
+# PREEMPT_RT turns spinlocks into sleeping locks and hard-irq work into
+# threads: sleeping-in-atomic bugs show there first.
+check-rt: all kmod-rt
+	@mkdir -p $(BUILD)/check
+	@echo "== kselftests on the PREEMPT_RT kernel"
+	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-rt $(ROOT)/tools/vm/run --kernel rt \
+		--timeout 900 -- selftests/run-all 2>&1 | tee $(BUILD)/check/rt.tap; \
+		rc=$$?; [ $$rc = 0 ] || echo "not ok - PREEMPT_RT VM run exited $$rc" >>$(BUILD)/check/rt.tap; exit $$rc
 
 demo:
 	@$(ROOT)/tools/deps
