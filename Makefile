@@ -132,10 +132,16 @@ $(BUILD)/host-tsan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
 
-tools: $(TOOLS)
+tools: $(TOOLS) $(BUILD)/tools/fuzz
 $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h selftests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+
+# The kernel fuzzer: raw ioctls, no library (tools/fuzz, Documentation/syncmem/testing.rst).
+FUZZ_SRCS := $(sort $(wildcard tools/fuzz/*.c))
+$(BUILD)/tools/fuzz: $(FUZZ_SRCS) tools/fuzz/fuzz.h include/uapi/linux/syncmem.h
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $(FUZZ_SRCS) $(PROG_LDFLAGS)
 
 # Benchmarks print syncmem's figure next to its baseline's, as a ratio. The
 # kernel ones run in the VM; the pool needs no kernel and runs on the host's

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The supervisor: keeps the workers running (restarting the ones it
+ * SIGKILLs at random moments), reaps everything (it is the subreaper of
+ * the workers' children too), and judges how each process ended: only an
+ * orderly exit or the supervisor's own SIGKILL is fine.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+
+#define MAX_WORKERS 16
+#define KILLED_RING 512
+
+bool proc_register(void)
+{
+	pid_t pid = getpid();
+
+	for (int i = 0; i < MAX_PROCS; i++) {
+		int free_slot = 0;
+
+		if (atomic_compare_exchange_strong(&shared->procs[i], &free_slot, pid))
+			return true;
+	}
+	return false;
+}
+
+void proc_unregister(pid_t pid)
+{
+	for (int i = 0; i < MAX_PROCS; i++) {
+		int p = pid;
+
+		if (atomic_compare_exchange_strong(&shared->procs[i], &p, 0))
+			return;
+	}
+}
+
+int proc_count(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_PROCS; i++)
+		n += atomic_load(&shared->procs[i]) != 0;
+	return n;
+}
+
+struct supervisor {
+	const struct run_options *o;
+	struct rng rng;
+	pid_t workers[MAX_WORKERS];
+	unsigned int generation[MAX_WORKERS];
+	pid_t killed[KILLED_RING];	/* pids we sent SIGKILL */
+	unsigned int nkilled;
+	bool stopping;
+};
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+	nanosleep(&ts, NULL);
+}
+
+static void spawn(struct supervisor *s, unsigned int i)
+{
+	uint64_t seed = seed_derive(s->o->seed, i, s->generation[i]++);
+	bool unprivileged = s->o->unprivileged_every &&
+			    i % s->o->unprivileged_every == s->o->unprivileged_every - 1;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		worker_main((int)i, seed, unprivileged);
+	s->workers[i] = pid > 0 ? pid : 0;
+}
+
+static bool we_killed(struct supervisor *s, pid_t pid)
+{
+	for (unsigned int i = 0; i < KILLED_RING && i < s->nkilled; i++)
+		if (s->killed[i] == pid)
+			return true;
+	return false;
+}
+
+static void kill_one(struct supervisor *s, pid_t pid)
+{
+	s->killed[s->nkilled++ % KILLED_RING] = pid;
+	kill(pid, SIGKILL);
+}
+
+/* Judge how a process ended; restart a worker. */
+static void reaped(struct supervisor *s, pid_t pid, int status)
+{
+	const char *what = "a child of a worker";
+
+	proc_unregister(pid);
+	for (unsigned int i = 0; i < s->o->workers; i++) {
+		if (s->workers[i] != pid)
+			continue;
+		what = "a worker";
+		s->workers[i] = 0;
+		if (!s->stopping) {
+			atomic_fetch_add(&shared->restarts, 1);
+			spawn(s, i);
+		}
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status))
+		finding("pid %d (%s) exited with status %d", pid, what, WEXITSTATUS(status));
+	if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+		finding("pid %d (%s) died of signal %d (%s)", pid, what, WTERMSIG(status),
+			strsignal(WTERMSIG(status)));
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !we_killed(s, pid))
+		finding("pid %d (%s) was SIGKILLed by somebody else (the OOM killer?)", pid, what);
+}
+
+static int reap_all(struct supervisor *s, bool block)
+{
+	int status, n = 0;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, block && !n ? 0 : WNOHANG)) > 0) {
+		reaped(s, pid, status);
+		n++;
+	}
+	return pid < 0 && errno == ECHILD ? -1 : n;
+}
+
+static void kill_random(struct supervisor *s)
+{
+	int start = (int)rng_below(&s->rng, MAX_PROCS);
+
+	for (int k = 0; k < MAX_PROCS; k++) {
+		pid_t pid = atomic_load(&shared->procs[(start + k) % MAX_PROCS]);
+
+		if (pid > 0) {
+			kill_one(s, pid);
+			atomic_fetch_add(&shared->kills, 1);
+			return;
+		}
+	}
+}
+
+/* Stop: let everything end by itself for a while, then SIGKILL the rest. */
+static void wind_down(struct supervisor *s)
+{
+	uint64_t until = now_ns() + 15000000000ull;
+	int left = 0;
+
+	s->stopping = true;
+	atomic_store(&shared->stop, true);
+	while (now_ns() < until && reap_all(s, false) >= 0)
+		sleep_ns(10000000);
+	for (int i = 0; i < MAX_PROCS; i++) {
+		pid_t pid = atomic_load(&shared->procs[i]);
+
+		if (pid > 0) {
+			kill_one(s, pid);
+			left++;
+		}
+	}
+	if (left)
+		fprintf(stderr, "fuzz: %d processes still busy 15 s after the stop (blocked waits): killed\n",
+			left);
+	while (reap_all(s, true) >= 0)
+		;
+}
+
+double supervise(const struct run_options *o)
+{
+	struct supervisor s = { .o = o };
+	uint64_t start = now_ns(), next_kill, last_progress = start, last_ioctls = 0;
+
+	rng_seed(&s.rng, seed_derive(o->seed, 0xffff, 0));
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	for (unsigned int i = 0; i < o->workers; i++)
+		spawn(&s, i);
+	next_kill = start + (o->kill_ms ? rng_below(&s.rng, 2 * o->kill_ms) * 1000000ull : 0);
+	for (;;) {
+		uint64_t now = now_ns(), ioctls = atomic_load(&shared->ioctls);
+
+		reap_all(&s, false);
+		if (o->seconds && now - start >= o->seconds * 1000000000ull)
+			break;
+		if (o->ops && ioctls >= o->ops)
+			break;
+		if (ioctls != last_ioctls) {
+			last_ioctls = ioctls;
+			last_progress = now;
+		} else if (now - last_progress > 60000000000ull) {
+			finding("no ioctl completed for 60 s: everything is stuck (a kernel hang?)");
+			break;
+		}
+		if (o->kill_ms && now >= next_kill) {
+			kill_random(&s);
+			next_kill = now + rng_below(&s.rng, 2 * o->kill_ms) * 1000000ull;
+		}
+		sleep_ns(5000000);
+	}
+	start = now_ns() - start;
+	wind_down(&s);
+	return (double)start / 1e9;
+}
