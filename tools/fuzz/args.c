@@ -64,8 +64,8 @@ void *bad_pointer(struct rng *r, bool output)
 		return (void *)(uintptr_t)0xffff888000000000ull;
 	case 3:
 		return trap_pages ? trap_pages + page : NULL;
-	case 4:	/* the struct starts 8 bytes before the no-access page */
-		return trap_pages ? trap_pages + page - 8 : NULL;
+	case 4:	/* straddling: 4 readable bytes, then the no-access page */
+		return trap_pages ? trap_pages + page - 4 : NULL;
 	default:
 		return trap_pages ? trap_pages + 2 * page : NULL;
 	}
@@ -130,15 +130,17 @@ size_t pool_all_names(const char **names, uint32_t *lens, size_t max)
 	return n;
 }
 
+static const uint64_t hot[] = { 0, 8, 16, 24, 64, 128, 1024, 4088 };
+#define NHOT (sizeof(hot) / sizeof(hot[0]))
+
 uint64_t pick_offset(struct rng *r, uint64_t size, uint32_t width)
 {
-	static const uint64_t hot[] = { 0, 8, 16, 24, 64, 128, 1024, 4088 };
 	uint64_t words = size / width;
 
 	if (!words)
 		return 0;	/* no word fits: the call will be -EINVAL */
 	if (rng_chance(r, 75, 100)) {
-		uint64_t off = hot[rng_below(r, sizeof(hot) / sizeof(hot[0]))];
+		uint64_t off = hot[rng_below(r, NHOT)];
 
 		if (off + width <= size)
 			return off;

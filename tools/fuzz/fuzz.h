@@ -14,6 +14,8 @@
 #define SYNCMEM_FUZZ_H
 
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -133,6 +135,10 @@ struct shared {
 	atomic_uint nfindings;
 	char findings[MAX_FINDINGS][FINDING_LEN];
 	atomic_int procs[MAX_PROCS];		/* pids alive, 0 for free slots */
+	atomic_int killed[512];			/* pids the supervisor SIGKILLed */
+	atomic_uint nkilled;
+	/* What each process did last (static strings: the same in every process). */
+	const char *_Atomic doing[MAX_PROCS];
 	bool abi2_checks;	/* the module reports all of ABI 2: check it */
 	uint64_t max_region_size;		/* from VERSION */
 	uint64_t max_async_waits;		/* module parameter */
@@ -143,8 +149,14 @@ extern struct shared *shared;
 
 /* Register this process (a slot the supervisor can kill); false when full. */
 bool proc_register(void);
+/* Note what this process is doing, for a process that does not end. */
+void proc_doing(const char *what);
 void proc_unregister(pid_t pid);
 int proc_count(void);
+/* Judge how a process that was reaped ended (and unregister it). */
+void judge_exit(pid_t pid, int status, const char *what);
+/* Reap this process's exited children (WNOHANG). */
+void reap_children(void);
 
 /* ---- fd numbers --------------------------------------------------------- */
 
@@ -202,7 +214,15 @@ void obj_add(struct rng *r, int fd, enum kind kind, uint64_t rid, uint64_t size,
 bool obj_close_random(struct rng *r);
 /* Close every object and mapping (a process about to exit orderly). */
 void obj_close_all(void);
-/* After fork in the child: locks and counts of the parent's threads reset. */
+/*
+ * fork() with the table locked, so the child never inherits a slot another
+ * thread was closing. The child must call obj_after_fork().
+ */
+pid_t obj_fork(void);
+/*
+ * After fork in the child: locks and counts of the parent's threads reset;
+ * low fds that are not in the table (being created by other threads) closed.
+ */
 void obj_after_fork(void);
 uint64_t obj_new_rid(void);
 int obj_count(enum kind kind);
@@ -246,8 +266,9 @@ uint64_t now_ns(void);
 /* Set up the pages bad_pointer() points into (before forking threads). */
 void args_init(void);
 /*
- * A pointer the kernel cannot use for a struct: NULL, low, kernel, unmapped,
- * straddling into an unmapped page, or (for @output) read-only memory.
+ * A pointer the kernel cannot use for a struct (or a name of 5 bytes or more):
+ * NULL, low, kernel, unmapped, straddling into an unmapped page, or (for
+ * @output) read-only memory.
  */
 void *bad_pointer(struct rng *r, bool output);
 
@@ -340,6 +361,21 @@ void baseline_check(int handle, const struct baseline *b);
 
 /* Whether the run should end. */
 bool should_stop(void);
+/*
+ * A call that may block for good (a wait without deadline whose region
+ * another thread closes, a read nobody posts to) runs between
+ * FOREVER_BEGIN() and forever_end(): the SIGUSR2 the supervisor sends at the
+ * stop then jumps out of it, and FOREVER_BEGIN() evaluates to true.
+ */
+extern __thread sigjmp_buf forever_env;
+extern __thread volatile sig_atomic_t forever_armed;
+#define FOREVER_BEGIN() (sigsetjmp(forever_env, 1) ? (forever_armed = 0, true) : \
+			 (forever_armed = 1, false))
+static inline void forever_end(void)
+{
+	forever_armed = 0;
+}
+
 /* The thread id of a random fuzzing thread of this process. */
 pid_t random_thread(struct rng *r);
 /* SIGUSR1 handler installed (SA_RESTART): waits must restart by themselves. */

@@ -141,9 +141,39 @@ void obj_close_all(void)
 	}
 }
 
+pid_t obj_fork(void)
+{
+	pid_t pid;
+
+	lock();
+	pid = fork();
+	if (pid != 0)
+		unlock();
+	return pid;
+}
+
+/* Close every low fd the table does not know: fds other threads were creating. */
+static void close_strays(void)
+{
+	bool known[TABLE_FD_LIMIT] = { false };
+	unsigned int from = 3;
+
+	for (int i = 0; i < NOBJ; i++)
+		if (objs[i].kind != K_FREE && objs[i].fd < TABLE_FD_LIMIT)
+			known[objs[i].fd] = true;
+	for (unsigned int fd = 3; fd <= TABLE_FD_LIMIT; fd++) {
+		if (fd < TABLE_FD_LIMIT && !known[fd])
+			continue;
+		if (fd > from)
+			close_range(from, fd - 1, 0);
+		from = fd + 1;
+	}
+}
+
 void obj_after_fork(void)
 {
 	atomic_flag_clear(&table_lock);
+	close_strays();
 	for (int i = 0; i < NMAP; i++) {
 		/* Being unmapped by a thread the child does not have: forget it. */
 		if (atomic_load(&maps[i].users) < 0)

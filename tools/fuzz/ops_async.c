@@ -114,9 +114,12 @@ static void read_records(struct thread_ctx *t, const struct obj *h, int slot)
 	 */
 	if (poll(&pfd, 1, 0) != 1 && !(fcntl(h->fd, F_GETFL) & O_NONBLOCK))
 		return;
+	if (FOREVER_BEGIN())
+		return;	/* a blocking read released by the stop */
 	ret = read(h->fd, recs, count);
 	if (ret < 0)
 		ret = -errno;
+	forever_end();
 	stable = obj_unchanged(slot, h);
 	snprintf(what, sizeof(what), "handle %d count %zu", h->fd, count);
 	if (count < sizeof(recs[0]) && stable) {

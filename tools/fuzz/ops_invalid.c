@@ -150,7 +150,7 @@ static void bad_name_pointer(struct thread_ctx *t)
 {
 	struct syncmem_region_open open_arg = {
 		.name = (uintptr_t)bad_pointer(&t->rng, false),
-		.name_len = 1 + (uint32_t)rng_below(&t->rng, SYNCMEM_NAME_MAX),
+		.name_len = 5 + (uint32_t)rng_below(&t->rng, SYNCMEM_NAME_MAX - 4),
 		.flags = SYNCMEM_REGION_CREATE, .size = 4096, .mode = 0600,
 	};
 	struct syncmem_region_unlink unlink_arg = {

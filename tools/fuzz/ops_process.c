@@ -112,7 +112,7 @@ static void fork_child(struct thread_ctx *t)
 
 	if (proc_count() > MAX_PROCS / 2)
 		return;
-	pid = fork();
+	pid = obj_fork();
 	if (pid == 0)
 		child_main(t, seed);
 	if (pid > 0)
@@ -129,6 +129,7 @@ static void signal_thread(struct thread_ctx *t)
 
 void op_process(struct thread_ctx *t)
 {
+	reap_children();
 	switch (rng_below(&t->rng, 10)) {
 	case 0:
 		fork_child(t);

@@ -46,7 +46,10 @@ static void region_wait(struct thread_ctx *t, const struct obj *o, int slot)
 	bool stable;
 
 	w.expected = pick_expected(&t->rng, o->rid, w.offset, width);
+	if (w.deadline_ns == SYNCMEM_NO_DEADLINE && FOREVER_BEGIN())
+		return;	/* released by the stop */
 	ret = xioctl(o->fd, SYNCMEM_IOC_WAIT, &w);
+	forever_end();
 	stable = obj_unchanged(slot, o);
 	snprintf(what, sizeof(what), "fd %d (%s, %llu bytes) offset %llu size %u expected %#llx deadline %llu",
 		 o->fd, o->rdonly ? "ro" : "rw", (unsigned long long)o->size,

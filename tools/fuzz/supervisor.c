@@ -6,10 +6,13 @@
  * orderly exit or the supervisor's own SIGKILL is fine.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,7 +20,9 @@
 #include "fuzz.h"
 
 #define MAX_WORKERS 16
-#define KILLED_RING 512
+#define KILLED_RING (sizeof(shared->killed) / sizeof(shared->killed[0]))
+
+static int my_slot = -1;
 
 bool proc_register(void)
 {
@@ -26,10 +31,19 @@ bool proc_register(void)
 	for (int i = 0; i < MAX_PROCS; i++) {
 		int free_slot = 0;
 
-		if (atomic_compare_exchange_strong(&shared->procs[i], &free_slot, pid))
+		if (atomic_compare_exchange_strong(&shared->procs[i], &free_slot, pid)) {
+			my_slot = i;
+			atomic_store(&shared->doing[i], "starting");
 			return true;
+		}
 	}
 	return false;
+}
+
+void proc_doing(const char *what)
+{
+	if (my_slot >= 0)
+		atomic_store_explicit(&shared->doing[my_slot], what, memory_order_relaxed);
 }
 
 void proc_unregister(pid_t pid)
@@ -56,8 +70,6 @@ struct supervisor {
 	struct rng rng;
 	pid_t workers[MAX_WORKERS];
 	unsigned int generation[MAX_WORKERS];
-	pid_t killed[KILLED_RING];	/* pids we sent SIGKILL */
-	unsigned int nkilled;
 	bool stopping;
 };
 
@@ -80,26 +92,48 @@ static void spawn(struct supervisor *s, unsigned int i)
 	s->workers[i] = pid > 0 ? pid : 0;
 }
 
-static bool we_killed(struct supervisor *s, pid_t pid)
+static bool we_killed(pid_t pid)
 {
-	for (unsigned int i = 0; i < KILLED_RING && i < s->nkilled; i++)
-		if (s->killed[i] == pid)
+	unsigned int n = atomic_load(&shared->nkilled);
+
+	for (unsigned int i = 0; i < KILLED_RING && i < n; i++)
+		if (atomic_load(&shared->killed[i]) == pid)
 			return true;
 	return false;
 }
 
-static void kill_one(struct supervisor *s, pid_t pid)
+static void kill_one(pid_t pid)
 {
-	s->killed[s->nkilled++ % KILLED_RING] = pid;
+	atomic_store(&shared->killed[atomic_fetch_add(&shared->nkilled, 1) % KILLED_RING], pid);
 	kill(pid, SIGKILL);
+}
+
+void judge_exit(pid_t pid, int status, const char *what)
+{
+	proc_unregister(pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status))
+		finding("pid %d (%s) exited with status %d", pid, what, WEXITSTATUS(status));
+	if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+		finding("pid %d (%s) died of signal %d (%s)", pid, what, WTERMSIG(status),
+			strsignal(WTERMSIG(status)));
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !we_killed(pid))
+		finding("pid %d (%s) was SIGKILLed by somebody else (the OOM killer?)", pid, what);
+}
+
+void reap_children(void)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		judge_exit(pid, status, "a forked child");
 }
 
 /* Judge how a process ended; restart a worker. */
 static void reaped(struct supervisor *s, pid_t pid, int status)
 {
-	const char *what = "a child of a worker";
+	const char *what = "an orphaned child";
 
-	proc_unregister(pid);
 	for (unsigned int i = 0; i < s->o->workers; i++) {
 		if (s->workers[i] != pid)
 			continue;
@@ -110,13 +144,7 @@ static void reaped(struct supervisor *s, pid_t pid, int status)
 			spawn(s, i);
 		}
 	}
-	if (WIFEXITED(status) && WEXITSTATUS(status))
-		finding("pid %d (%s) exited with status %d", pid, what, WEXITSTATUS(status));
-	if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
-		finding("pid %d (%s) died of signal %d (%s)", pid, what, WTERMSIG(status),
-			strsignal(WTERMSIG(status)));
-	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !we_killed(s, pid))
-		finding("pid %d (%s) was SIGKILLed by somebody else (the OOM killer?)", pid, what);
+	judge_exit(pid, status, what);
 }
 
 static int reap_all(struct supervisor *s, bool block)
@@ -139,33 +167,99 @@ static void kill_random(struct supervisor *s)
 		pid_t pid = atomic_load(&shared->procs[(start + k) % MAX_PROCS]);
 
 		if (pid > 0) {
-			kill_one(s, pid);
+			kill_one(pid);
 			atomic_fetch_add(&shared->kills, 1);
 			return;
 		}
 	}
 }
 
+/* Where a process that does not end is blocked: its threads' system calls. */
+static void describe_blocked(pid_t pid)
+{
+	char path[320], line[256];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", pid, d->d_name);
+		f = fopen(path, "r");
+		if (f && fgets(line, sizeof(line), f))
+			fprintf(stderr, "fuzz:   pid %d thread %s in syscall %s", pid, d->d_name, line);
+		if (f)
+			fclose(f);
+		/* The kernel stack, when the kernel has it. */
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stack", pid, d->d_name);
+		f = fopen(path, "r");
+		for (int n = 0; f && n < 12 && fgets(line, sizeof(line), f); n++)
+			fprintf(stderr, "fuzz:     %s", line);
+		if (f)
+			fclose(f);
+	}
+	closedir(dir);
+}
+
+/*
+ * A thread blocked in a wait nobody will end or a read nobody posts to
+ * cannot stop in order: SIGUSR2 takes it out (FOREVER_BEGIN).
+ */
+static void release(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.')
+			syscall(SYS_tgkill, pid, atoi(d->d_name), SIGUSR2);
+	closedir(dir);
+}
+
 /* Stop: let everything end by itself for a while, then SIGKILL the rest. */
 static void wind_down(struct supervisor *s)
 {
-	uint64_t until = now_ns() + 15000000000ull;
+	uint64_t start = now_ns(), until = start + 20000000000ull;
+	bool released = false;
 	int left = 0;
 
 	s->stopping = true;
 	atomic_store(&shared->stop, true);
-	while (now_ns() < until && reap_all(s, false) >= 0)
+	while (now_ns() < until && reap_all(s, false) >= 0) {
+		if (!released && now_ns() > start + 2000000000ull) {
+			for (int i = 0; i < MAX_PROCS; i++)
+				if (atomic_load(&shared->procs[i]) > 0)
+					release(atomic_load(&shared->procs[i]));
+			released = true;
+		}
 		sleep_ns(10000000);
+	}
 	for (int i = 0; i < MAX_PROCS; i++) {
 		pid_t pid = atomic_load(&shared->procs[i]);
 
 		if (pid > 0) {
-			kill_one(s, pid);
+			if (left < 8) {
+				fprintf(stderr, "fuzz: pid %d last did %s\n", pid,
+					atomic_load(&shared->doing[i]));
+				describe_blocked(pid);
+			}
+			kill_one(pid);
 			left++;
 		}
 	}
 	if (left)
-		fprintf(stderr, "fuzz: %d processes still busy 15 s after the stop (blocked waits): killed\n",
+		fprintf(stderr, "fuzz: %d processes still busy 20 s after the stop: killed\n",
 			left);
 	while (reap_all(s, true) >= 0)
 		;

@@ -41,10 +41,23 @@ pid_t random_thread(struct rng *r)
 	return n ? thread_tids[rng_below(r, n)] : 0;
 }
 
+__thread sigjmp_buf forever_env;
+__thread volatile sig_atomic_t forever_armed;
+
 static void on_sigusr1(int sig)
 {
 	(void)sig;
 	atomic_fetch_add_explicit(&shared->signals, 1, memory_order_relaxed);
+}
+
+/* The stop: leave a call that may never return (see FOREVER_BEGIN). */
+static void on_sigusr2(int sig)
+{
+	(void)sig;
+	if (forever_armed) {
+		forever_armed = 0;
+		siglongjmp(forever_env, 1);
+	}
 }
 
 void signals_init(void)
@@ -53,6 +66,8 @@ void signals_init(void)
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_sigusr2;
+	sigaction(SIGUSR2, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -93,21 +108,29 @@ void thread_loop(struct thread_ctx *t, uint64_t max_ops)
 	for (uint64_t n = 0; !should_stop() && (!max_ops || n < max_ops); n++) {
 		unsigned int k = (unsigned int)rng_below(&t->rng, 100);
 
-		if (k < 28)
+		if (k < 28) {
+			proc_doing("region ioctls");
 			op_region(t);
-		else if (k < 50)
+		} else if (k < 50) {
+			proc_doing("async ioctls");
 			op_async(t);
-		else if (k < 60)
+		} else if (k < 60) {
+			proc_doing("handle ioctls");
 			op_handle(t);
-		else if (k < 67)
+		} else if (k < 67) {
+			proc_doing("files");
 			op_files(t);
-		else if (k < 73)
+		} else if (k < 73) {
+			proc_doing("memory");
 			op_memory(t);
-		else if (k < 81)
+		} else if (k < 81) {
+			proc_doing("invalid calls");
 			op_invalid(t);
-		else if (k < 83)
+		} else if (k < 83) {
+			proc_doing("processes");
 			op_process(t);
-		else if (t->ledger) {
+		} else if (t->ledger) {
+			proc_doing("ledger step");
 			ledger_step(t, t->ledger);
 			if (++ledger_ops % 300 == 0) {
 				ledger_check(t, t->ledger);
@@ -118,6 +141,8 @@ void thread_loop(struct thread_ctx *t, uint64_t max_ops)
 			}
 		}
 	}
+	proc_doing("stopping");
+	reap_children();
 	if (t->ledger) {
 		ledger_check(t, t->ledger);
 		ledger_close(t, t->ledger);
@@ -186,7 +211,11 @@ void child_main(struct thread_ctx *parent, uint64_t seed)
 		.index = 0, .child = true, .unprivileged = parent->unprivileged,
 		.scratch_handle = -1,
 	};
-	/* The fds of the parent's threads' ledgers and scratch handles are not ours. */
+	/*
+	 * The fds of the parent's threads' ledgers and scratch handles are not
+	 * ours, nor those other threads were creating at the fork: holding them
+	 * would keep those files from being released.
+	 */
 	close_range(PRIVATE_FD_BASE, INFRA_FD_BASE - 1, 0);
 	obj_after_fork();
 	atomic_store(&nthreads, 0);
@@ -199,8 +228,8 @@ void child_main(struct thread_ctx *parent, uint64_t seed)
 		drop_privileges();
 		t.unprivileged = true;
 	}
-	snprintf(process_who, sizeof(process_who), "child of %.40s seed %#llx%s", fz_who,
-		 (unsigned long long)seed, t.unprivileged ? " uid 65534" : "");
+	snprintf(process_who, sizeof(process_who), "child seed %#llx%s of %.50s",
+		 (unsigned long long)seed, t.unprivileged ? " uid 65534" : "", fz_who);
 	snprintf(fz_who, sizeof(fz_who), "%s", process_who);
 	thread_register(&t);
 	t.ledger = ledger_new(&t);
