@@ -210,6 +210,8 @@ bool obj_pick(struct rng *r, enum kind kind, struct obj *out, int *slot);
 bool obj_unchanged(int slot, const struct obj *o);
 /* Add an fd to the table (closing a random old one when full). */
 void obj_add(struct rng *r, int fd, enum kind kind, uint64_t rid, uint64_t size, bool rdonly);
+/* Close the object of @slot if it is still @o; false if it changed. */
+bool obj_close_slot(int slot, const struct obj *o);
 /* Close a random object; false if none. */
 bool obj_close_random(struct rng *r);
 /* Close every object and mapping (a process about to exit orderly). */
@@ -301,6 +303,10 @@ void op_files(struct thread_ctx *t);	/* open, close, dup, eventfds, others */
 void op_async(struct thread_ctx *t);	/* async waits on shared handles */
 void op_invalid(struct thread_ctx *t);	/* garbage arguments and commands */
 void op_process(struct thread_ctx *t);	/* fork, fd passing, signals */
+void op_collide(struct thread_ctx *t);	/* two calls at the same instant */
+/* Start this worker's collision partner thread; forget it in a child. */
+void collide_start(uint64_t seed);
+void collide_after_fork(void);
 
 /*
  * Open a region (named from the pool, or anonymous) into the table, through

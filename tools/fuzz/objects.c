@@ -108,6 +108,18 @@ void obj_add(struct rng *r, int fd, enum kind kind, uint64_t rid, uint64_t size,
 	unlock();
 }
 
+bool obj_close_slot(int slot, const struct obj *o)
+{
+	bool same;
+
+	lock();
+	same = objs[slot].gen == o->gen && objs[slot].kind == o->kind;
+	if (same)
+		slot_close(slot);
+	unlock();
+	return same;
+}
+
 bool obj_close_random(struct rng *r)
 {
 	int match[NOBJ], n = 0;

@@ -108,27 +108,30 @@ void thread_loop(struct thread_ctx *t, uint64_t max_ops)
 	for (uint64_t n = 0; !should_stop() && (!max_ops || n < max_ops); n++) {
 		unsigned int k = (unsigned int)rng_below(&t->rng, 100);
 
-		if (k < 28) {
+		if (k < 26) {
 			proc_doing("region ioctls");
 			op_region(t);
-		} else if (k < 50) {
+		} else if (k < 46) {
 			proc_doing("async ioctls");
 			op_async(t);
-		} else if (k < 60) {
+		} else if (k < 56) {
 			proc_doing("handle ioctls");
 			op_handle(t);
-		} else if (k < 67) {
+		} else if (k < 63) {
 			proc_doing("files");
 			op_files(t);
-		} else if (k < 73) {
+		} else if (k < 69) {
 			proc_doing("memory");
 			op_memory(t);
-		} else if (k < 81) {
+		} else if (k < 77) {
 			proc_doing("invalid calls");
 			op_invalid(t);
-		} else if (k < 83) {
+		} else if (k < 79) {
 			proc_doing("processes");
 			op_process(t);
+		} else if (k < 85) {
+			proc_doing("collisions");
+			op_collide(t);
 		} else if (t->ledger) {
 			proc_doing("ledger step");
 			ledger_step(t, t->ledger);
@@ -188,6 +191,7 @@ void worker_main(int index, uint64_t seed, bool unprivileged)
 	n = 2 + (int)rng_below(&rng, 3);
 	if (rng_chance(&rng, 1, 2))
 		scribbler_start(rng_next(&rng));
+	collide_start(rng_next(&rng));
 	for (int i = 0; i < n; i++) {
 		threads[i].ctx = (struct thread_ctx){
 			.index = i, .unprivileged = unprivileged, .scratch_handle = -1,
@@ -218,6 +222,7 @@ void child_main(struct thread_ctx *parent, uint64_t seed)
 	 */
 	close_range(PRIVATE_FD_BASE, INFRA_FD_BASE - 1, 0);
 	obj_after_fork();
+	collide_after_fork();
 	atomic_store(&nthreads, 0);
 	if (!proc_register())
 		_exit(0);

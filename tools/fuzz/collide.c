@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Collisions: two calls on the same objects started at the same instant on
+ * two threads, so that their windows in the kernel overlap even on a kernel
+ * without preemption (the debug kernel), where a race needs both vCPUs in
+ * the module at once. Each worker has a partner thread; a fuzzing thread
+ * hands it one side of a pair (WAIT_ASYNC against CANCEL of the same
+ * user_data, against CANCEL_ALL, against close of the handle; NOTIFY
+ * against a deadline; ARM_ON_CLOSE against close; REGION_OPEN against
+ * REGION_UNLINK; POST against WAIT_ASYNC of one user_data; read against
+ * CANCEL_ALL), both spin on a start flag, and both results are judged.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+
+enum collide_state {
+	C_IDLE,
+	C_POSTED,	/* a job waits for the partner */
+	C_READY,	/* the partner took it and spins */
+	C_GO,
+	C_DONE,		/* the partner finished its side */
+};
+
+struct side {
+	void (*fn)(struct thread_ctx *t, const struct side *s);
+	struct obj h, r;	/* a handle and a region of the table */
+	int hslot, rslot;
+	uint64_t user_data, offset, expected, deadline;
+	uint32_t width;
+	unsigned int delay;	/* spins before the call: sweeps the overlap */
+};
+
+static unsigned int log_uniform(struct rng *r)
+{
+	unsigned int scale = 1u << rng_below(r, 15);
+
+	return scale + (unsigned int)rng_below(r, scale);
+}
+
+static void delay(unsigned int spins)
+{
+	for (volatile unsigned int i = 0; i < spins; i++)
+		;
+}
+
+static struct {
+	pthread_mutex_t submit;
+	atomic_int state;
+	struct side job;
+	bool running;
+} partner = { .submit = PTHREAD_MUTEX_INITIALIZER };
+
+static void futex_wait(atomic_int *word, int val, long ns)
+{
+	struct timespec ts = { 0, ns };
+
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+static void futex_wake(atomic_int *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Spin until *@word leaves @val, yielding now and then; false after @ns. */
+static bool spin_while(atomic_int *word, int val, uint64_t ns)
+{
+	uint64_t until = now_ns() + ns;
+
+	for (unsigned int i = 0; atomic_load(word) == val; i++) {
+		if (i % 64 == 63) {
+			if (now_ns() > until)
+				return false;
+			sched_yield();
+		}
+	}
+	return true;
+}
+
+/* ---- the sides ---------------------------------------------------------- */
+
+static bool side_stable(const struct side *s)
+{
+	return obj_unchanged(s->hslot, &s->h) && obj_unchanged(s->rslot, &s->r);
+}
+
+static void wait_async(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_wait_async arg = {
+		.region_fd = s->r.fd, .size = s->width, .offset = s->offset,
+		.expected = s->expected, .deadline_ns = s->deadline, .user_data = s->user_data,
+	};
+	long ret;
+
+	(void)t;
+	ret = xioctl(s->h.fd, SYNCMEM_IOC_WAIT_ASYNC, &arg);
+
+	tally(OP_WAIT_ASYNC, ret, if_stable(DOCUMENTED, side_stable(s)), "collide: WAIT_ASYNC");
+}
+
+static void cancel(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_cancel arg = { .user_data = s->user_data };
+	long ret = xioctl(s->h.fd, SYNCMEM_IOC_CANCEL, &arg);
+
+	(void)t;
+	tally(OP_CANCEL, ret, if_stable(DOCUMENTED, side_stable(s)), "collide: CANCEL");
+}
+
+static void cancel_all(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_cancel arg = { .flags = SYNCMEM_CANCEL_ALL };
+	long ret = xioctl(s->h.fd, SYNCMEM_IOC_CANCEL, &arg);
+
+	(void)t;
+	tally(OP_CANCEL_ALL, ret, if_stable(DOCUMENTED, side_stable(s)), "collide: CANCEL_ALL");
+}
+
+static void post(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_post arg = { .user_data = s->user_data,
+				    .result = pick_post_result(&t->rng) };
+	long ret = xioctl(s->h.fd, SYNCMEM_IOC_POST, &arg);
+
+	tally(OP_POST, ret, if_stable(DOCUMENTED, side_stable(s)), "collide: POST");
+}
+
+static void notify(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_notify arg = { .offset = s->offset,
+				      .count = rng_chance(&t->rng, 1, 2) ? 1 : UINT32_MAX };
+	long ret = xioctl(s->r.fd, SYNCMEM_IOC_NOTIFY, &arg);
+
+	tally(OP_NOTIFY, ret, if_stable(s->r.rdonly ? EXACTLY(-EBADF) : DOCUMENTED,
+					side_stable(s)), "collide: NOTIFY");
+}
+
+static void handoff(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_handoff arg = { .offset = s->offset, .size = s->width,
+				       .value = rng_below(&t->rng, 3) };
+	long ret = xioctl(s->r.fd, SYNCMEM_IOC_HANDOFF, &arg);
+
+	tally(OP_HANDOFF, ret, if_stable(s->r.rdonly ? EXACTLY(-EBADF) : DOCUMENTED,
+					 side_stable(s)), "collide: HANDOFF");
+}
+
+static void arm(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_on_close arg = {
+		.region_fd = s->r.fd, .size = s->width, .offset = s->offset,
+		.value = rng_below(&t->rng, 3), .user_data = s->user_data,
+	};
+	long ret = xioctl(s->h.fd, SYNCMEM_IOC_ARM_ON_CLOSE, &arg);
+
+	tally(OP_ARM_ON_CLOSE, ret, if_stable(s->r.rdonly ? EXACTLY(-EBADF) : DOCUMENTED,
+					      side_stable(s)), "collide: ARM_ON_CLOSE");
+}
+
+static void read_nonblocking(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_completion recs[4];
+	long ret;
+
+	(void)t;
+	if (!(fcntl(s->h.fd, F_GETFL) & O_NONBLOCK))
+		return;
+	ret = read(s->h.fd, recs, sizeof(recs));
+	if (ret < 0)
+		ret = -errno;
+	tally(OP_READ, ret, if_stable(DOCUMENTED, side_stable(s)), "collide: read");
+}
+
+/* Close whatever fd the handle slot holds (the table's close: by number). */
+static void close_handle(struct thread_ctx *t, const struct side *s)
+{
+	(void)t;
+	obj_close_slot(s->hslot, &s->h);
+}
+
+static void close_region(struct thread_ctx *t, const struct side *s)
+{
+	(void)t;
+	obj_close_slot(s->rslot, &s->r);
+}
+
+static void open_name(struct thread_ctx *t, const struct side *s)
+{
+	static const char *const names[] = { "fuzz-0", "fuzz-1" };
+	const char *name = names[s->user_data & 1];
+	struct syncmem_region_open arg = {
+		.name = (uintptr_t)name, .name_len = (uint32_t)strlen(name),
+		.flags = SYNCMEM_REGION_CREATE, .size = 4096, .mode = 0666,
+	};
+	long ret = xioctl(s->h.fd, SYNCMEM_IOC_REGION_OPEN, &arg);
+
+	tally(OP_REGION_OPEN, ret, if_stable(DOCUMENTED, side_stable(s)), "collide: REGION_OPEN");
+	if (ret >= 0)
+		obj_add(&t->rng, (int)ret, K_REGION, obj_new_rid(), arg.size, false);
+}
+
+static void unlink_name(struct thread_ctx *t, const struct side *s)
+{
+	static const char *const names[] = { "fuzz-0", "fuzz-1" };
+	const char *name = names[s->user_data & 1];
+	struct syncmem_region_unlink arg = { .name = (uintptr_t)name,
+					     .name_len = (uint32_t)strlen(name) };
+	long ret = xioctl(s->h.fd, SYNCMEM_IOC_REGION_UNLINK, &arg);
+
+	(void)t;
+	tally(OP_REGION_UNLINK, ret, if_stable(DOCUMENTED, side_stable(s)),
+	      "collide: REGION_UNLINK");
+}
+
+/* The pairs: what this thread runs, what the partner runs. */
+static const struct {
+	void (*mine)(struct thread_ctx *t, const struct side *s);
+	void (*theirs)(struct thread_ctx *t, const struct side *s);
+} pairs[] = {
+	{ wait_async, cancel },
+	{ wait_async, cancel },
+	{ wait_async, cancel },
+	{ wait_async, cancel_all },
+	{ wait_async, cancel_all },
+	{ wait_async, cancel_all },
+	{ wait_async, post },
+	{ wait_async, notify },
+	{ wait_async, handoff },
+	{ wait_async, close_handle },
+	{ wait_async, close_region },
+	{ notify, cancel },
+	{ read_nonblocking, cancel_all },
+	{ read_nonblocking, notify },
+	{ arm, close_handle },
+	{ arm, close_region },
+	{ open_name, unlink_name },
+	{ open_name, open_name },
+};
+
+/* ---- the partner -------------------------------------------------------- */
+
+static void *partner_main(void *arg)
+{
+	struct thread_ctx t = { .scratch_handle = -1 };
+
+	rng_seed(&t.rng, (uint64_t)(uintptr_t)arg);
+	while (!should_stop()) {
+		if (atomic_load(&partner.state) != C_POSTED) {
+			futex_wait(&partner.state, C_IDLE, 20000000);
+			continue;
+		}
+		atomic_store(&partner.state, C_READY);
+		spin_while(&partner.state, C_READY, UINT64_MAX);	/* the requester always says go */
+		delay(partner.job.delay);
+		partner.job.fn(&t, &partner.job);
+		atomic_store(&partner.state, C_DONE);
+	}
+	return NULL;
+}
+
+void collide_start(uint64_t seed)
+{
+	pthread_t thread;
+
+	if (pthread_create(&thread, NULL, partner_main, (void *)(uintptr_t)seed) == 0) {
+		pthread_detach(thread);
+		partner.running = true;
+	}
+}
+
+void collide_after_fork(void)
+{
+	/* The partner thread is not in the child. */
+	partner.running = false;
+	pthread_mutex_init(&partner.submit, NULL);
+	atomic_store(&partner.state, C_IDLE);
+}
+
+void op_collide(struct thread_ctx *t)
+{
+	unsigned int p = (unsigned int)rng_below(&t->rng, sizeof(pairs) / sizeof(pairs[0]));
+	struct side s = { .width = rng_chance(&t->rng, 1, 4) ? 8 : 4 };
+
+	if (!obj_pick(&t->rng, K_HANDLE, &s.h, &s.hslot) ||
+	    !obj_pick(&t->rng, K_REGION, &s.r, &s.rslot))
+		return;
+	s.user_data = rng_below(&t->rng, 4);
+	s.offset = pick_offset(&t->rng, s.r.size, s.width);
+	s.expected = pick_expected(&t->rng, s.r.rid, s.offset, s.width);
+	s.deadline = rng_chance(&t->rng, 1, 2) ? SYNCMEM_NO_DEADLINE :
+		     now_ns() + rng_below(&t->rng, 100000);
+	if (!partner.running || pthread_mutex_trylock(&partner.submit)) {
+		/* No partner (a child), or it is busy: one side after the other. */
+		pairs[p].mine(t, &s);
+		pairs[p].theirs(t, &s);
+		return;
+	}
+	partner.job = s;
+	partner.job.fn = pairs[p].theirs;
+	/*
+	 * One side starts a little later, by an amount spread evenly over the
+	 * scales (1 to 32768 spins), so that windows of any width overlap.
+	 */
+	if (rng_chance(&t->rng, 3, 4))
+		partner.job.delay = log_uniform(&t->rng);
+	else
+		s.delay = log_uniform(&t->rng);
+	atomic_store(&partner.state, C_POSTED);
+	futex_wake(&partner.state);
+	if (!spin_while(&partner.state, C_POSTED, 50000000ull)) {
+		int posted = C_POSTED;
+
+		/* The partner did not come (stopping): take the job back. */
+		if (atomic_compare_exchange_strong(&partner.state, &posted, C_IDLE)) {
+			pthread_mutex_unlock(&partner.submit);
+			return;
+		}
+		spin_while(&partner.state, C_POSTED, 1000000000ull);
+	}
+	atomic_store(&partner.state, C_GO);
+	delay(s.delay);
+	pairs[p].mine(t, &s);
+	spin_while(&partner.state, C_GO, UINT64_MAX);	/* its side never blocks */
+	atomic_store(&partner.state, C_IDLE);
+	pthread_mutex_unlock(&partner.submit);
+}
