@@ -54,6 +54,7 @@ HOSTTESTS := $(patsubst tests/host/%.c,$(BUILD)/host/%,$(HOSTTEST_SRCS))
 TOOL_SRCS := $(sort $(filter-out tools/bench/lock_instructions.c, \
 	$(wildcard tools/syncmemctl/*.c tools/demo/*.c tools/bench/*.c)))
 TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
+REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tools/fuzz/repro/*.c))
 
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
 
@@ -132,7 +133,7 @@ $(BUILD)/host-tsan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
 
-tools: $(TOOLS) $(BUILD)/tools/fuzz
+tools: $(TOOLS) $(BUILD)/tools/fuzz $(REPROS)
 $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h selftests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
@@ -142,6 +143,11 @@ FUZZ_SRCS := $(sort $(wildcard tools/fuzz/*.c))
 $(BUILD)/tools/fuzz: $(FUZZ_SRCS) tools/fuzz/fuzz.h include/uapi/linux/syncmem.h
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -o $@ $(FUZZ_SRCS) $(PROG_LDFLAGS)
+
+# Minimal reproducers of what the fuzzer found, as /work/tools/repro/* in the guest.
+$(BUILD)/tools/repro/%: tools/fuzz/repro/%.c include/uapi/linux/syncmem.h
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LDFLAGS)
 
 # Benchmarks print syncmem's figure next to its baseline's, as a ratio. The
 # kernel ones run in the VM; the pool needs no kernel and runs on the host's
