@@ -8,6 +8,9 @@
 #   make checkpatch  checkpatch.pl --strict over kmod/ and the uapi header
 #   make sparse      the module under sparse (C=1)
 #   make bench       the benchmarks in the VM
+#   make fuzz        a long fuzzing pass: the kernel fuzzer on the debug kernel
+#                    (FUZZ_OPS ioctls, default 1000000; FUZZ_SEED), then the
+#                    library fuzzer on the host (FUZZ_LIB_SECONDS per phase)
 #
 # KDIR selects the kernel tree for kmod/syncmem.ko (default: the running
 # kernel's build tree when it is the Debian 6.1 kernel the VM boots, else the
@@ -59,7 +62,7 @@ REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tool
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
 
 .PHONY: all deps kmod kmod-debug kmod-rt lib selftests hosttests tools check check-host \
-	check-static check-runner check-stock check-debug check-rt demo checkpatch sparse bench clean linux-files
+	check-static check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
 all: kmod lib selftests hosttests tools
 
@@ -133,7 +136,7 @@ $(BUILD)/host-tsan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
 
-tools: $(TOOLS) $(BUILD)/tools/fuzz $(REPROS)
+tools: $(TOOLS) $(BUILD)/tools/fuzz $(BUILD)/tools/libfuzz $(REPROS)
 $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h selftests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
@@ -143,6 +146,15 @@ FUZZ_SRCS := $(sort $(wildcard tools/fuzz/*.c))
 $(BUILD)/tools/fuzz: $(FUZZ_SRCS) tools/fuzz/fuzz.h include/uapi/linux/syncmem.h
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -o $@ $(FUZZ_SRCS) $(PROG_LDFLAGS)
+
+# The library fuzzer, under ASan+UBSan; dynamically linked (the VM runner
+# copies its libraries), -rdynamic for the stacks of stuck workers.
+LIBFUZZ_SRCS := $(sort $(wildcard tools/fuzz/lib/*.c))
+$(BUILD)/tools/libfuzz: $(LIBFUZZ_SRCS) tools/fuzz/lib/libfuzz.h tools/fuzz/same_finding.h \
+		$(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -rdynamic -Wl,--wrap=ioctl -Ilib -o $@ $(LIBFUZZ_SRCS) \
+		$(LIB_SRCS) -pthread -luring
 
 # Minimal reproducers of what the fuzzer found, as /work/tools/repro/* in the guest.
 $(BUILD)/tools/repro/%: tools/fuzz/repro/%.c include/uapi/linux/syncmem.h
@@ -183,6 +195,7 @@ check:
 	$(MAKE) --no-print-directory check-stock || status=1; \
 	$(MAKE) --no-print-directory check-debug || status=1; \
 	$(MAKE) --no-print-directory check-rt || status=1; \
+	$(MAKE) --no-print-directory check-fuzz || status=1; \
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
 
@@ -238,6 +251,20 @@ check-rt: all kmod-rt
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-rt $(ROOT)/tools/vm/run --kernel rt \
 		--timeout 900 -- selftests/run-all 2>&1 | tee $(BUILD)/check/rt.tap; \
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - PREEMPT_RT VM run exited $$rc" >>$(BUILD)/check/rt.tap; exit $$rc
+
+# A short fixed-seed pass of both fuzzers (tools/fuzz/check).
+check-fuzz: all kmod-debug
+	@mkdir -p $(BUILD)/check
+	@echo "== fuzzers (fixed seed)"
+	@set -o pipefail; $(ROOT)/tools/fuzz/check 2>&1 | tee $(BUILD)/check/fuzz.tap
+
+FUZZ_OPS ?= 1000000
+FUZZ_SEED ?= $(shell date +%s)
+FUZZ_LIB_SECONDS ?= 60
+fuzz: all kmod-debug
+	$(ROOT)/tools/vm/run --kernel debug --timeout $$(( $(FUZZ_OPS) / 500 + 900 )) -- \
+		tools/fuzz --seed $(FUZZ_SEED) --ops $(FUZZ_OPS) --seconds 0
+	$(BUILD)/tools/libfuzz --seed $(FUZZ_SEED) --seconds $(FUZZ_LIB_SECONDS)
 
 demo:
 	@$(ROOT)/tools/deps

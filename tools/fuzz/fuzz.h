@@ -132,8 +132,11 @@ struct shared {
 	atomic_uint_least64_t signals;		/* signal handlers run in workers */
 	atomic_uint_least64_t forks, fd_passes, kills, restarts, ledger_checks;
 	atomic_uint_least64_t scribbles, namespaces;
-	atomic_uint nfindings;
+	atomic_uint nfindings;			/* all of them */
+	atomic_uint nkinds;			/* distinct ones (same_finding.h) */
 	char findings[MAX_FINDINGS][FINDING_LEN];
+	atomic_uint finding_count[MAX_FINDINGS];
+	atomic_bool finding_ready[MAX_FINDINGS];
 	atomic_int procs[MAX_PROCS];		/* pids alive, 0 for free slots */
 	atomic_int killed[512];			/* pids the supervisor SIGKILLed */
 	atomic_uint nkilled;

@@ -173,7 +173,7 @@ int main(int argc, char **argv)
 {
 	struct run_options o;
 	struct baseline before;
-	unsigned int nfindings;
+	unsigned int nfindings, kinds;
 	uint64_t ioctls;
 	double secs;
 	int handle;
@@ -214,10 +214,12 @@ int main(int argc, char **argv)
 	       (unsigned long long)shared->signals, (unsigned long long)shared->namespaces,
 	       (unsigned long long)shared->ledger_checks, (unsigned long long)shared->scribbles);
 	nfindings = atomic_load(&shared->nfindings);
-	printf("fuzz: %u findings (seed %#llx)\n", nfindings, (unsigned long long)o.seed);
-	for (unsigned int i = 0; i < nfindings && i < MAX_FINDINGS; i++)
-		printf("  %s\n", shared->findings[i]);
-	if (nfindings > MAX_FINDINGS)
-		printf("  ... and %u more\n", nfindings - MAX_FINDINGS);
+	kinds = atomic_load(&shared->nkinds);
+	printf("fuzz: %u findings of %u kinds (seed %#llx)\n", nfindings, kinds,
+	       (unsigned long long)o.seed);
+	for (unsigned int i = 0; i < kinds && i < MAX_FINDINGS; i++)
+		printf("  %ux %s\n", atomic_load(&shared->finding_count[i]), shared->findings[i]);
+	if (kinds > MAX_FINDINGS)
+		printf("  ... and %u more kinds\n", kinds - MAX_FINDINGS);
 	return nfindings ? 1 : 0;
 }

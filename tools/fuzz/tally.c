@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "same_finding.h"
 
 __thread char fz_who[96] = "supervisor";
 
@@ -40,19 +41,19 @@ const char *result_text(long ret, char *buf, size_t len)
 
 void finding(const char *fmt, ...)
 {
-	unsigned int n = atomic_fetch_add(&shared->nfindings, 1);
 	char msg[FINDING_LEN];
 	va_list ap;
 	int len;
 
+	atomic_fetch_add(&shared->nfindings, 1);
 	len = snprintf(msg, sizeof(msg), "[pid %d %s] ", getpid(), fz_who);
 	va_start(ap, fmt);
 	vsnprintf(msg + len, sizeof(msg) - len, fmt, ap);
 	va_end(ap);
-	/* Also on stderr at once: the guest may not live to the report. */
-	fprintf(stderr, "FINDING: %s\n", msg);
-	if (n < MAX_FINDINGS)
-		memcpy(shared->findings[n], msg, sizeof(msg));
+	/* On stderr at once (the guest may not live to the report), once per kind. */
+	if (finding_record(&shared->findings[0][0], FINDING_LEN, MAX_FINDINGS, &shared->nkinds,
+			   shared->finding_count, shared->finding_ready, msg))
+		fprintf(stderr, "FINDING: %s\n", msg);
 }
 
 bool tally(enum op op, long ret, struct verdict v, const char *what)
