@@ -57,6 +57,7 @@ static struct {
 	atomic_int state;
 	struct side job;
 	bool running;
+	char who[96];	/* the worker's name, for findings */
 } partner = { .submit = PTHREAD_MUTEX_INITIALIZER };
 
 static void futex_wait(atomic_int *word, int val, long ns)
@@ -253,12 +254,15 @@ static void *partner_main(void *arg)
 	struct thread_ctx t = { .scratch_handle = -1 };
 
 	rng_seed(&t.rng, (uint64_t)(uintptr_t)arg);
+	snprintf(fz_who, sizeof(fz_who), "%.70s partner", partner.who);
 	while (!should_stop()) {
-		if (atomic_load(&partner.state) != C_POSTED) {
+		int posted = C_POSTED;
+
+		/* A CAS: the requester may take the job back meanwhile. */
+		if (!atomic_compare_exchange_strong(&partner.state, &posted, C_READY)) {
 			futex_wait(&partner.state, C_IDLE, 20000000);
 			continue;
 		}
-		atomic_store(&partner.state, C_READY);
 		spin_while(&partner.state, C_READY, UINT64_MAX);	/* the requester always says go */
 		delay(partner.job.delay);
 		partner.job.fn(&t, &partner.job);
@@ -267,10 +271,11 @@ static void *partner_main(void *arg)
 	return NULL;
 }
 
-void collide_start(uint64_t seed)
+void collide_start(uint64_t seed, const char *who)
 {
 	pthread_t thread;
 
+	snprintf(partner.who, sizeof(partner.who), "%s", who);
 	if (pthread_create(&thread, NULL, partner_main, (void *)(uintptr_t)seed) == 0) {
 		pthread_detach(thread);
 		partner.running = true;

@@ -308,7 +308,7 @@ void op_invalid(struct thread_ctx *t);	/* garbage arguments and commands */
 void op_process(struct thread_ctx *t);	/* fork, fd passing, signals */
 void op_collide(struct thread_ctx *t);	/* two calls at the same instant */
 /* Start this worker's collision partner thread; forget it in a child. */
-void collide_start(uint64_t seed);
+void collide_start(uint64_t seed, const char *who);
 void collide_after_fork(void);
 
 /*

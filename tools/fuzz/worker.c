@@ -191,7 +191,7 @@ void worker_main(int index, uint64_t seed, bool unprivileged)
 	n = 2 + (int)rng_below(&rng, 3);
 	if (rng_chance(&rng, 1, 2))
 		scribbler_start(rng_next(&rng));
-	collide_start(rng_next(&rng));
+	collide_start(rng_next(&rng), process_who);
 	for (int i = 0; i < n; i++) {
 		threads[i].ctx = (struct thread_ctx){
 			.index = i, .unprivileged = unprivileged, .scratch_handle = -1,
