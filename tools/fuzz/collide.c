@@ -5,8 +5,8 @@
  * without preemption (the debug kernel), where a race needs both vCPUs in
  * the module at once. Each worker has a partner thread; a fuzzing thread
  * hands it one side of a pair (WAIT_ASYNC against CANCEL of the same
- * user_data, against CANCEL_ALL, against close of the handle; NOTIFY
- * against a deadline; ARM_ON_CLOSE against close; REGION_OPEN against
+ * user_data, against CANCEL_ALL, against close of the handle; two CANCELs
+ * of one wait; NOTIFY against a deadline; ARM_ON_CLOSE against close; REGION_OPEN against
  * REGION_UNLINK; POST against WAIT_ASYNC of one user_data; read against
  * CANCEL_ALL), both spin on a start flag, and both results are judged.
  */
@@ -72,10 +72,10 @@ static void futex_wake(atomic_int *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-/* Spin until *@word leaves @val, yielding now and then; false after @ns. */
+/* Spin until *@word leaves @val, yielding now and then; false after @ns (UINT64_MAX: never). */
 static bool spin_while(atomic_int *word, int val, uint64_t ns)
 {
-	uint64_t until = now_ns() + ns;
+	uint64_t now = now_ns(), until = ns > UINT64_MAX - now ? UINT64_MAX : now + ns;
 
 	for (unsigned int i = 0; atomic_load(word) == val; i++) {
 		if (i % 64 == 63) {
@@ -222,6 +222,92 @@ static void unlink_name(struct thread_ctx *t, const struct side *s)
 	      "collide: REGION_UNLINK");
 }
 
+/*
+ * Exact pairs, on a handle and region of the collisions alone (so nobody
+ * else queues or completes anything there): one wait queued, then two
+ * cancels of it at once. Exactly one of them cancels it, and exactly one
+ * record comes.
+ */
+static int exact_handle = -1, exact_region = -1;
+static pthread_mutex_t exact_lock = PTHREAD_MUTEX_INITIALIZER;	/* one exact pair at a time */
+static atomic_long exact_result[2];	/* [0]: this thread, [1]: the partner */
+
+static long exact_cancel(bool all)
+{
+	struct syncmem_cancel arg = { .user_data = 1, .flags = all ? SYNCMEM_CANCEL_ALL : 0 };
+
+	return xioctl(exact_handle, SYNCMEM_IOC_CANCEL, &arg);
+}
+
+static void exact_cancel_one(struct thread_ctx *t, const struct side *s)
+{
+	(void)t;
+	atomic_store(&exact_result[s->user_data], exact_cancel(false));
+}
+
+static void exact_cancel_all(struct thread_ctx *t, const struct side *s)
+{
+	(void)t;
+	atomic_store(&exact_result[s->user_data], exact_cancel(true));
+}
+
+static bool exact_ready(void)
+{
+	struct syncmem_region_open ro = { .size = 4096 };
+
+	if (exact_handle < 0)
+		exact_handle = fd_move_above(open("/dev/syncmem", O_RDWR | O_CLOEXEC | O_NONBLOCK),
+					     PRIVATE_FD_BASE);
+	if (exact_handle >= 0 && exact_region < 0)
+		exact_region = fd_move_above((int)xioctl(exact_handle, SYNCMEM_IOC_REGION_OPEN, &ro),
+					     PRIVATE_FD_BASE);
+	return exact_handle >= 0 && exact_region >= 0;
+}
+
+/* Queue the wait both sides cancel; false if it could not be. */
+static bool exact_queue(void)
+{
+	struct syncmem_wait_async arg = {
+		.region_fd = exact_region, .size = 4, .expected = 0,
+		.deadline_ns = SYNCMEM_NO_DEADLINE, .user_data = 1,
+	};
+	long ret = xioctl(exact_handle, SYNCMEM_IOC_WAIT_ASYNC, &arg);
+
+	tally(OP_WAIT_ASYNC, ret, EXACTLY(SYNCMEM_WAIT_QUEUED), "collide: the wait two cancels race for");
+	return ret == SYNCMEM_WAIT_QUEUED;
+}
+
+/* After both cancels: one cancelled it, and its one record is there. */
+static void exact_judge(bool mine_all, bool theirs_all)
+{
+	long r[2] = { atomic_load(&exact_result[0]), atomic_load(&exact_result[1]) };
+	bool all[2] = { mine_all, theirs_all };
+	struct syncmem_completion recs[4];
+	long won = 0, n;
+	char what[120];
+
+	for (int i = 0; i < 2; i++) {
+		/* Each alone: CANCEL 0 or -ENOENT, CANCEL_ALL 1 or 0. */
+		long a = all[i] ? 1 : 0, b = all[i] ? 0 : -ENOENT;
+
+		tally(all[i] ? OP_CANCEL_ALL : OP_CANCEL, r[i], EXACTLY(r[i] == a ? a : b),
+		      "collide: one of two cancels of one wait");
+		won += r[i] == a;
+	}
+	n = read(exact_handle, recs, sizeof(recs));
+	n = n < 0 ? -errno : n / (long)sizeof(recs[0]);
+	snprintf(what, sizeof(what), "%s and %s at once returned %ld and %ld, then %ld records",
+		 mine_all ? "CANCEL_ALL" : "CANCEL", theirs_all ? "CANCEL_ALL" : "CANCEL",
+		 r[0], r[1], n);
+	if (won != 1 || n != 1 || recs[0].result != -ECANCELED)
+		finding("one pending wait, two cancels: exactly one must cancel it and one -ECANCELED record follow: %s",
+			what);
+	/* Leave nothing behind for the next round. */
+	exact_cancel(true);
+	while (read(exact_handle, recs, sizeof(recs)) > 0)
+		;
+}
+
 /* The pairs: what this thread runs, what the partner runs. */
 static const struct {
 	void (*mine)(struct thread_ctx *t, const struct side *s);
@@ -239,6 +325,9 @@ static const struct {
 	{ wait_async, close_handle },
 	{ wait_async, close_region },
 	{ notify, cancel },
+	{ cancel, cancel },
+	{ cancel, cancel_all },
+	{ cancel_all, cancel_all },
 	{ read_nonblocking, cancel_all },
 	{ read_nonblocking, notify },
 	{ arm, close_handle },
@@ -284,10 +373,77 @@ void collide_start(uint64_t seed, const char *who)
 
 void collide_after_fork(void)
 {
-	/* The partner thread is not in the child. */
+	/* The partner thread is not in the child, nor are the exact pair's fds. */
 	partner.running = false;
+	exact_handle = exact_region = -1;
+	pthread_mutex_init(&exact_lock, NULL);
 	pthread_mutex_init(&partner.submit, NULL);
 	atomic_store(&partner.state, C_IDLE);
+}
+
+/*
+ * Run @mine here and @theirs (in @s, with @s->fn) on the partner, started
+ * together; one side later by a random delay. Without a partner (a child,
+ * or it is busy), one after the other.
+ */
+static void run_pair(struct thread_ctx *t, struct side *s,
+		     void (*mine)(struct thread_ctx *t, const struct side *s),
+		     void (*theirs)(struct thread_ctx *t, const struct side *s), uint64_t theirs_data)
+{
+	if (!partner.running || pthread_mutex_trylock(&partner.submit)) {
+		mine(t, s);
+		s->user_data = theirs_data;
+		theirs(t, s);
+		return;
+	}
+	partner.job = *s;
+	partner.job.fn = theirs;
+	partner.job.user_data = theirs_data;
+	/*
+	 * One side starts a little later, by an amount spread evenly over the
+	 * scales (1 to 32768 spins), so that windows of any width overlap.
+	 */
+	if (rng_chance(&t->rng, 3, 4))
+		partner.job.delay = log_uniform(&t->rng);
+	else
+		s->delay = log_uniform(&t->rng);
+	atomic_store(&partner.state, C_POSTED);
+	futex_wake(&partner.state);
+	if (!spin_while(&partner.state, C_POSTED, 50000000ull)) {
+		int posted = C_POSTED;
+
+		/* The partner did not come (stopping): take the job back, run it here. */
+		if (atomic_compare_exchange_strong(&partner.state, &posted, C_IDLE)) {
+			pthread_mutex_unlock(&partner.submit);
+			mine(t, s);
+			s->user_data = theirs_data;
+			theirs(t, s);
+			return;
+		}
+		spin_while(&partner.state, C_POSTED, UINT64_MAX);
+	}
+	atomic_store(&partner.state, C_GO);
+	delay(s->delay);
+	mine(t, s);
+	spin_while(&partner.state, C_GO, UINT64_MAX);	/* its side never blocks */
+	atomic_store(&partner.state, C_IDLE);
+	pthread_mutex_unlock(&partner.submit);
+}
+
+/* Two cancels of one wait on the collisions' own handle. */
+static void collide_exact(struct thread_ctx *t)
+{
+	bool mine_all = rng_chance(&t->rng, 1, 3), theirs_all = rng_chance(&t->rng, 1, 3);
+	struct side s = { .user_data = 0 };
+
+	if (pthread_mutex_trylock(&exact_lock))
+		return;
+	if (exact_ready() && exact_queue()) {
+		run_pair(t, &s, mine_all ? exact_cancel_all : exact_cancel_one,
+			 theirs_all ? exact_cancel_all : exact_cancel_one, 1);
+		exact_judge(mine_all, theirs_all);
+	}
+	pthread_mutex_unlock(&exact_lock);
 }
 
 void op_collide(struct thread_ctx *t)
@@ -295,6 +451,10 @@ void op_collide(struct thread_ctx *t)
 	unsigned int p = (unsigned int)rng_below(&t->rng, sizeof(pairs) / sizeof(pairs[0]));
 	struct side s = { .width = rng_chance(&t->rng, 1, 4) ? 8 : 4 };
 
+	if (rng_chance(&t->rng, 1, 6)) {
+		collide_exact(t);
+		return;
+	}
 	if (!obj_pick(&t->rng, K_HANDLE, &s.h, &s.hslot) ||
 	    !obj_pick(&t->rng, K_REGION, &s.r, &s.rslot))
 		return;
@@ -303,38 +463,5 @@ void op_collide(struct thread_ctx *t)
 	s.expected = pick_expected(&t->rng, s.r.rid, s.offset, s.width);
 	s.deadline = rng_chance(&t->rng, 1, 2) ? SYNCMEM_NO_DEADLINE :
 		     now_ns() + rng_below(&t->rng, 100000);
-	if (!partner.running || pthread_mutex_trylock(&partner.submit)) {
-		/* No partner (a child), or it is busy: one side after the other. */
-		pairs[p].mine(t, &s);
-		pairs[p].theirs(t, &s);
-		return;
-	}
-	partner.job = s;
-	partner.job.fn = pairs[p].theirs;
-	/*
-	 * One side starts a little later, by an amount spread evenly over the
-	 * scales (1 to 32768 spins), so that windows of any width overlap.
-	 */
-	if (rng_chance(&t->rng, 3, 4))
-		partner.job.delay = log_uniform(&t->rng);
-	else
-		s.delay = log_uniform(&t->rng);
-	atomic_store(&partner.state, C_POSTED);
-	futex_wake(&partner.state);
-	if (!spin_while(&partner.state, C_POSTED, 50000000ull)) {
-		int posted = C_POSTED;
-
-		/* The partner did not come (stopping): take the job back. */
-		if (atomic_compare_exchange_strong(&partner.state, &posted, C_IDLE)) {
-			pthread_mutex_unlock(&partner.submit);
-			return;
-		}
-		spin_while(&partner.state, C_POSTED, 1000000000ull);
-	}
-	atomic_store(&partner.state, C_GO);
-	delay(s.delay);
-	pairs[p].mine(t, &s);
-	spin_while(&partner.state, C_GO, UINT64_MAX);	/* its side never blocks */
-	atomic_store(&partner.state, C_IDLE);
-	pthread_mutex_unlock(&partner.submit);
+	run_pair(t, &s, pairs[p].mine, pairs[p].theirs, s.user_data);
 }
