@@ -245,7 +245,6 @@ struct thread_ctx {
 	struct rng rng;
 	int index;
 	pid_t tid;
-	bool child;		/* a forked child: single-threaded */
 	bool unprivileged;
 	struct ledger *ledger;	/* this thread's private handle */
 	int scratch_handle;	/* lazily opened, table-independent */

@@ -11,6 +11,8 @@
 
 static void region_info(struct thread_ctx *t, const struct obj *o, int slot)
 {
+	/* Held across the call: the region has at least this mapping. */
+	struct mapping *m = map_enter(&t->rng, o->rid, false);
 	struct syncmem_region_info info;
 	char what[160];
 	long ret;
@@ -18,6 +20,8 @@ static void region_info(struct thread_ctx *t, const struct obj *o, int slot)
 
 	ret = xioctl(o->fd, SYNCMEM_IOC_REGION_INFO, &info);
 	stable = obj_unchanged(slot, o);
+	if (m)
+		map_leave(m);
 	snprintf(what, sizeof(what), "fd %d of a %s region of %llu bytes", o->fd,
 		 o->rdonly ? "read-only" : "writable", (unsigned long long)o->size);
 	if (!tally(OP_REGION_INFO, ret, if_stable(EXACTLY(0), stable), what) || ret || !stable)
@@ -30,7 +34,11 @@ static void region_info(struct thread_ctx *t, const struct obj *o, int slot)
 			info.flags, what);
 	if (info.flags & ~(SYNCMEM_INFO_RDONLY | SYNCMEM_INFO_NAMED))
 		finding("REGION_INFO flags %#x has unknown bits: %s", info.flags, what);
-	(void)t;
+	/* ABI 2: this fd is an open file of it, the mapping held above one of its VMAs. */
+	if (shared->abi2_checks && (!info.files || (m && !info.mappings) || info.mode & ~0777u))
+		finding("REGION_INFO files %llu mappings %llu mode %#o (with an fd%s of it held): %s",
+			(unsigned long long)info.files, (unsigned long long)info.mappings,
+			info.mode, m ? " and a mapping" : "", what);
 }
 
 static void region_wait(struct thread_ctx *t, const struct obj *o, int slot)

@@ -227,6 +227,32 @@ static void release(pid_t pid)
 	closedir(dir);
 }
 
+/* Not exited yet (a zombie only waits for its parent to reap it). */
+static bool running(pid_t pid)
+{
+	char path[64], state = 'Z';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+		state = 'Z';
+	if (f)
+		fclose(f);
+	return state != 'Z';
+}
+
+static bool any_running(void)
+{
+	for (int i = 0; i < MAX_PROCS; i++) {
+		pid_t pid = atomic_load(&shared->procs[i]);
+
+		if (pid > 0 && running(pid))
+			return true;
+	}
+	return false;
+}
+
 /* Stop: let everything end by itself for a while, then SIGKILL the rest. */
 static void wind_down(struct supervisor *s)
 {
@@ -236,7 +262,7 @@ static void wind_down(struct supervisor *s)
 
 	s->stopping = true;
 	atomic_store(&shared->stop, true);
-	while (now_ns() < until && reap_all(s, false) >= 0) {
+	while (now_ns() < until && reap_all(s, false) >= 0 && any_running()) {
 		if (!released && now_ns() > start + 2000000000ull) {
 			for (int i = 0; i < MAX_PROCS; i++)
 				if (atomic_load(&shared->procs[i]) > 0)
@@ -248,15 +274,14 @@ static void wind_down(struct supervisor *s)
 	for (int i = 0; i < MAX_PROCS; i++) {
 		pid_t pid = atomic_load(&shared->procs[i]);
 
-		if (pid > 0) {
-			if (left < 8) {
-				fprintf(stderr, "fuzz: pid %d last did %s\n", pid,
-					atomic_load(&shared->doing[i]));
-				describe_blocked(pid);
-			}
-			kill_one(pid);
-			left++;
+		if (pid <= 0)
+			continue;
+		if (running(pid) && left++ < 8) {
+			fprintf(stderr, "fuzz: pid %d last did %s\n", pid,
+				atomic_load(&shared->doing[i]));
+			describe_blocked(pid);
 		}
+		kill_one(pid);	/* a zombie's parent, once killed, hands it to us */
 	}
 	if (left)
 		fprintf(stderr, "fuzz: %d processes still busy 20 s after the stop: killed\n",

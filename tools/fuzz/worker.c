@@ -212,7 +212,7 @@ void worker_main(int index, uint64_t seed, bool unprivileged)
 void child_main(struct thread_ctx *parent, uint64_t seed)
 {
 	struct thread_ctx t = {
-		.index = 0, .child = true, .unprivileged = parent->unprivileged,
+		.index = 0, .unprivileged = parent->unprivileged,
 		.scratch_handle = -1,
 	};
 	/*
