@@ -114,8 +114,17 @@ extern __thread int trace_worker;
 
 /* ---- workers and the scribbler (ops.c, scribble.c) ---------------------- */
 
+/* The kinds of objects a run uses (and scribbles). */
+enum {
+	OBJ_POOL = 1 << 0,
+	OBJ_KEYED = 1 << 1,
+	OBJ_LOCKS = 1 << 2,	/* locks, gates, semaphores, rwlocks */
+	OBJ_ALL = OBJ_POOL | OBJ_KEYED | OBJ_LOCKS,
+};
+
 struct worker {
 	struct arena *a;
+	unsigned int objects;	/* OBJ_* */
 	struct rng rng;
 	int index;
 	bool scribbled;		/* the scribbler runs: only safety is judged */
@@ -124,7 +133,8 @@ struct worker {
 
 /* Run random operations until @until; release what is held; never returns. */
 void worker_run(struct worker *w, uint64_t until) __attribute__((noreturn));
-/* Write random values into the arena's objects until @until; never returns. */
-void scribble_run(struct arena *a, uint64_t seed, uint64_t until) __attribute__((noreturn));
+/* Write random values into the arena's @objects until @until; never returns. */
+void scribble_run(struct arena *a, unsigned int objects, uint64_t seed, uint64_t until)
+	__attribute__((noreturn));
 
 #endif /* SYNCMEM_LIBFUZZ_H */

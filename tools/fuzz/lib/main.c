@@ -3,6 +3,7 @@
  * libfuzz: the library fuzzer (see libfuzz.h).
  *
  *   libfuzz [--seed N] [--seconds S] [--workers W] [--kernel] [--phase clean|scribble|both]
+ *           [--objects pool,keyed,locks]
  *
  * The clean phase runs W workers on fresh objects and checks, besides every
  * result, that the objects are idle and whole at the end. The scribble
@@ -68,15 +69,20 @@ void finding(const char *fmt, ...)
 		fprintf(stderr, "FINDING: %s\n", msg);
 }
 
-/* The watchdog asks a worker stuck in a call where it is. */
-static void on_sigquit(int sig)
+static void print_stack(const char *what)
 {
 	void *frames[32];
 	int n = backtrace(frames, 32);
 
-	(void)sig;
-	dprintf(STDERR_FILENO, "libfuzz: pid %d is stuck here:\n", getpid());
+	dprintf(STDERR_FILENO, "libfuzz: pid %d %s:\n", getpid(), what);
 	backtrace_symbols_fd(frames, n, STDERR_FILENO);
+}
+
+/* The watchdog asks a worker stuck in a call where it is. */
+static void on_sigquit(int sig)
+{
+	(void)sig;
+	print_stack("is stuck here");
 }
 
 /* A fault: say whether it was outside the region, then die of it. */
@@ -89,19 +95,20 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 		finding("%s at region %+lld bytes (pid %d)%s", strsignal(sig),
 			(long long)(addr - (uintptr_t)segv_arena->base), getpid(),
 			arena_guard(segv_arena, addr) ? ": an access outside the region" : "");
+	print_stack("faulted here");
 	signal(sig, SIG_DFL);
 }
 
 struct options {
 	uint64_t seed;
-	unsigned int seconds, workers;
+	unsigned int seconds, workers, objects;
 	bool kernel, clean, scribble;
 };
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: libfuzz [--seed N] [--seconds S] [--workers W] [--kernel] "
-			"[--phase clean|scribble|both]\n");
+			"[--phase clean|scribble|both] [--objects pool,keyed,locks]\n");
 	exit(2);
 }
 
@@ -113,12 +120,13 @@ static void parse(int argc, char **argv, struct options *o)
 		{ "workers", required_argument, NULL, 'w' },
 		{ "kernel", no_argument, NULL, 'k' },
 		{ "phase", required_argument, NULL, 'p' },
+		{ "objects", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	*o = (struct options){ .seed = (uint64_t)time(NULL), .seconds = 10, .workers = 4,
-			       .clean = true, .scribble = true };
+			       .objects = OBJ_ALL, .clean = true, .scribble = true };
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->seed = strtoull(optarg, NULL, 0); break;
@@ -129,10 +137,16 @@ static void parse(int argc, char **argv, struct options *o)
 			o->clean = strcmp(optarg, "scribble") != 0;
 			o->scribble = strcmp(optarg, "clean") != 0;
 			break;
+		case 'o':
+			o->objects = (strstr(optarg, "pool") ? OBJ_POOL : 0) |
+				     (strstr(optarg, "keyed") ? OBJ_KEYED : 0) |
+				     (strstr(optarg, "locks") ? OBJ_LOCKS : 0);
+			break;
 		default: usage();
 		}
 	}
-	if (optind != argc || !o->workers || o->workers > MAX_WORKERS || !o->seconds)
+	if (optind != argc || !o->workers || o->workers > MAX_WORKERS || !o->seconds ||
+	    !o->objects)
 		usage();
 }
 
@@ -186,10 +200,11 @@ static void check_idle(struct arena *a, bool try_only)
 	}
 }
 
-static pid_t start_worker(struct arena *a, unsigned int i, uint64_t seed, bool scribbled,
-			  uint64_t until)
+static pid_t start_worker(struct arena *a, unsigned int objects, unsigned int i, uint64_t seed,
+			  bool scribbled, uint64_t until)
 {
-	struct worker w = { .a = a, .index = (int)i, .scribbled = scribbled, .seed = seed };
+	struct worker w = { .a = a, .objects = objects, .index = (int)i, .scribbled = scribbled,
+			    .seed = seed };
 	pid_t pid;
 
 	w.rng.s = seed;
@@ -249,13 +264,13 @@ static void phase(const struct options *o, bool scribbled)
 	limit = (o->kernel ? 60 : 30) * 1000000000ull;
 	for (unsigned int i = 0; i < o->workers; i++) {
 		seeds[i] = base + i * 0x100000001ull;
-		pids[i] = start_worker(a, i, seeds[i], scribbled, until);
+		pids[i] = start_worker(a, o->objects, i, seeds[i], scribbled, until);
 		alive += pids[i] > 0;
 	}
 	if (scribbled) {
 		scribbler = fork();
 		if (scribbler == 0)
-			scribble_run(a, base * 3 + 1, until);
+			scribble_run(a, o->objects, base * 3 + 1, until);
 	}
 	while (alive) {
 		int status;
@@ -275,7 +290,7 @@ static void phase(const struct options *o, bool scribbled)
 			/* Died early: a new worker goes on with the other objects. */
 			if (now_ns() < until) {
 				seeds[i] += 0x9e3779b97f4a7c15ull;
-				pids[i] = start_worker(a, i, seeds[i], scribbled, until);
+				pids[i] = start_worker(a, o->objects, i, seeds[i], scribbled, until);
 				alive += pids[i] > 0;
 				restarts++;
 			}

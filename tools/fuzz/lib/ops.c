@@ -460,7 +460,12 @@ void worker_run(struct worker *w, uint64_t until)
 {
 	trace_worker = w->index;
 	while (now_ns() < until) {
-		switch (rng_below(&w->rng, 12)) {
+		unsigned int k = (unsigned int)rng_below(&w->rng, 12);
+
+		/* Only the kinds of objects this run uses. */
+		if (!(w->objects & (k < 4 ? OBJ_POOL : k < 10 ? OBJ_LOCKS : OBJ_KEYED)))
+			continue;
+		switch (k) {
 		case 0: case 1:
 			pool_alloc(w);
 			break;

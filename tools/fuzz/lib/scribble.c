@@ -37,18 +37,31 @@ static uint64_t value(struct rng *r, const struct arena *a)
 	}
 }
 
-void scribble_run(struct arena *a, uint64_t seed, uint64_t until)
+void scribble_run(struct arena *a, unsigned int objects, uint64_t seed, uint64_t until)
 {
 	struct rng r = { seed };
 	struct timespec pause = { 0, 20000 };
+	/* Where each kind of object starts, and how far it reaches. */
+	struct {
+		unsigned int kind;
+		size_t start, len;
+	} all[] = {
+		{ OBJ_LOCKS, a->at.locks, a->at.keyed - a->at.locks },
+		{ OBJ_KEYED, a->at.keyed, a->at.keyed_len },
+		{ OBJ_POOL, a->at.pool, a->at.pool_len },
+		{ OBJ_POOL, a->at.pool + sizeof(struct syncmem_pool), a->at.pool_len - 576 },
+	}, mine[4];
+	unsigned int n = 0;
 
-	while (now_ns() < until) {
+	for (unsigned int i = 0; i < 4; i++)
+		if (objects & all[i].kind)
+			mine[n++] = all[i];
+	while (n && now_ns() < until) {
 		for (int i = 0; i < 16; i++) {
-			/* Mostly the objects' first bytes (headers, words, heads), then anywhere. */
-			size_t span = rng_below(&r, 4) ? 256 : a->at.end - a->at.locks;
-			size_t starts[] = { a->at.locks, a->at.gates, a->at.sems, a->at.rwlocks,
-					    a->at.keyed, a->at.pool, a->at.pool + 576 };
-			size_t off = starts[rng_below(&r, 7)] + rng_below(&r, span);
+			/* Mostly an object's first bytes (headers, words, heads), then anywhere in it. */
+			unsigned int which = (unsigned int)rng_below(&r, n);
+			size_t span = rng_below(&r, 4) ? 256 : mine[which].len;
+			size_t off = mine[which].start + rng_below(&r, span);
 			unsigned int width = 1u << rng_below(&r, 4);
 			char *p;
 
