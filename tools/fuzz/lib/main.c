@@ -226,13 +226,18 @@ static bool watchdog(unsigned int i, pid_t pid, uint64_t seed, uint64_t limit)
 
 	if (now < since + limit)
 		return false;
-	if (in_wait)
+	if (in_wait && w->deadline_ns == SYNCMEM_NO_DEADLINE)
+		finding("worker %u (seed %#llx) stayed in %s for %llu s, in a WAIT ioctl without deadline for %llu s (offset %#llx expected %#llx size %u)",
+			i, (unsigned long long)seed, atomic_load(&books->doing[i]),
+			(unsigned long long)(limit / 1000000000ull),
+			(unsigned long long)((now - in_wait) / 1000000000ull),
+			(unsigned long long)w->offset, (unsigned long long)w->expected, w->size);
+	else if (in_wait)
 		finding("worker %u (seed %#llx) stayed in %s for %llu s, in a WAIT ioctl for %llu s (offset %#llx expected %#llx size %u deadline %+lld ms from the call)",
 			i, (unsigned long long)seed, atomic_load(&books->doing[i]),
 			(unsigned long long)(limit / 1000000000ull),
 			(unsigned long long)((now - in_wait) / 1000000000ull),
 			(unsigned long long)w->offset, (unsigned long long)w->expected, w->size,
-			w->deadline_ns == SYNCMEM_NO_DEADLINE ? 0 :
 			(long long)(w->deadline_ns - in_wait) / 1000000);
 	else
 		finding("worker %u (seed %#llx) stayed in %s for %llu s: an endless loop", i,
