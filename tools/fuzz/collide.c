@@ -383,14 +383,16 @@ void collide_after_fork(void)
 
 /*
  * Run @mine here and @theirs (in @s, with @s->fn) on the partner, started
- * together; one side later by a random delay. Without a partner (a child,
- * or it is busy), one after the other.
+ * together; one side later by a random delay. Without a partner (it could
+ * not be started, or it does not come), one after the other.
  */
 static void run_pair(struct thread_ctx *t, struct side *s,
 		     void (*mine)(struct thread_ctx *t, const struct side *s),
 		     void (*theirs)(struct thread_ctx *t, const struct side *s), uint64_t theirs_data)
 {
-	if (!partner.running || pthread_mutex_trylock(&partner.submit)) {
+	/* The partner is shared by the worker's threads: wait for it. */
+	if (!partner.running || pthread_mutex_lock(&partner.submit)) {
+		atomic_fetch_add(&shared->collisions_alone, 1);
 		mine(t, s);
 		s->user_data = theirs_data;
 		theirs(t, s);
@@ -415,6 +417,7 @@ static void run_pair(struct thread_ctx *t, struct side *s,
 		/* The partner did not come (stopping): take the job back, run it here. */
 		if (atomic_compare_exchange_strong(&partner.state, &posted, C_IDLE)) {
 			pthread_mutex_unlock(&partner.submit);
+			atomic_fetch_add(&shared->collisions_alone, 1);
 			mine(t, s);
 			s->user_data = theirs_data;
 			theirs(t, s);
@@ -422,6 +425,7 @@ static void run_pair(struct thread_ctx *t, struct side *s,
 		}
 		spin_while(&partner.state, C_POSTED, UINT64_MAX);
 	}
+	atomic_fetch_add(&shared->collisions, 1);
 	atomic_store(&partner.state, C_GO);
 	delay(s->delay);
 	mine(t, s);

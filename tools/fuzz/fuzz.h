@@ -132,6 +132,7 @@ struct shared {
 	atomic_uint_least64_t signals;		/* signal handlers run in workers */
 	atomic_uint_least64_t forks, fd_passes, kills, restarts, ledger_checks;
 	atomic_uint_least64_t scribbles, namespaces;
+	atomic_uint_least64_t collisions, collisions_alone;	/* paired, or one side after the other */
 	atomic_uint nfindings;			/* all of them */
 	atomic_uint nkinds;			/* distinct ones (same_finding.h) */
 	char findings[MAX_FINDINGS][FINDING_LEN];

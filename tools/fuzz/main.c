@@ -207,12 +207,13 @@ int main(int argc, char **argv)
 	report_results();
 	printf("fuzz: %llu ioctls in %.1f s (%.0f/s); %llu restarts, %llu SIGKILLs, %llu forks, "
 	       "%llu fd passes, %llu signals handled, %llu IPC namespaces, %llu ledger checks, "
-	       "%llu words scribbled\n",
+	       "%llu words scribbled, %llu collisions (%llu more one side after the other)\n",
 	       (unsigned long long)ioctls, secs, secs > 0 ? ioctls / secs : 0.0,
 	       (unsigned long long)shared->restarts, (unsigned long long)shared->kills,
 	       (unsigned long long)shared->forks, (unsigned long long)shared->fd_passes,
 	       (unsigned long long)shared->signals, (unsigned long long)shared->namespaces,
-	       (unsigned long long)shared->ledger_checks, (unsigned long long)shared->scribbles);
+	       (unsigned long long)shared->ledger_checks, (unsigned long long)shared->scribbles,
+	       (unsigned long long)shared->collisions, (unsigned long long)shared->collisions_alone);
 	nfindings = atomic_load(&shared->nfindings);
 	kinds = atomic_load(&shared->nkinds);
 	printf("fuzz: %u findings of %u kinds (seed %#llx)\n", nfindings, kinds,

@@ -2,7 +2,7 @@
 /*
  * Worker processes and their forked children. A worker runs several
  * fuzzing threads on one object table (and maybe a scribbler); a child
- * forked by any of them keeps fuzzing single-threaded with what it
+ * forked by any of them keeps fuzzing (one thread and a collision partner) with what it
  * inherited, for a while. Some workers and children run as nobody
  * (65534): any local user may call every ioctl. Children may also move to
  * a new IPC namespace, whose names die with it.
@@ -237,6 +237,7 @@ void child_main(struct thread_ctx *parent, uint64_t seed)
 		 (unsigned long long)seed, t.unprivileged ? " uid 65534" : "", fz_who);
 	snprintf(fz_who, sizeof(fz_who), "%s", process_who);
 	thread_register(&t);
+	collide_start(rng_next(&t.rng), process_who);
 	t.ledger = ledger_new(&t);
 	thread_loop(&t, 200 + rng_below(&t.rng, 3000));
 	obj_close_all();
