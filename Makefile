@@ -2,22 +2,28 @@
 #
 #   make deps        install the Debian packages the project needs
 #   make             module (kmod/syncmem.ko), library, selftests, tools
-#   make check       everything above, then every test (host, stock VM, debug VM)
+#   make check       everything above, then every test (host, stock VM, debug VM,
+#                    PREEMPT_RT VM)
 #   make demo        the demo in the VM
 #   make checkpatch  checkpatch.pl --strict over kmod/ and the uapi header
 #   make sparse      the module under sparse (C=1)
 #   make bench       the benchmarks in the VM
+#   make fuzz        a long fuzzing pass: the kernel fuzzer on the debug kernel
+#                    (FUZZ_OPS ioctls, default 1000000; FUZZ_SEED), then the
+#                    library fuzzer on the host (FUZZ_LIB_SECONDS per phase)
 #
 # KDIR selects the kernel tree for kmod/syncmem.ko (default: the running
 # kernel's build tree when it is the Debian 6.1 kernel the VM boots, else the
-# installed Debian linux-headers-6.1*-amd64).
+# installed Debian linux-headers-6.1*-amd64, not the -rt-amd64 ones).
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
 BUILD := $(ROOT)/build
 LINUX_FILES := $(BUILD)/linux-files
 
-STOCK_HEADERS := $(lastword $(sort $(filter-out %-rt-amd64,$(wildcard /usr/src/linux-headers-6.1*-amd64))))
+# [0-9]-amd64: the stock headers, not linux-headers-6.1*-rt-amd64.
+STOCK_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*[0-9]-amd64)))
+RT_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*-rt-amd64)))
 STOCK_VERSION := $(patsubst linux-headers-%,%,$(notdir $(STOCK_HEADERS)))
 RUNNING_BUILD := /lib/modules/$(shell uname -r)/build
 ifeq ($(shell uname -r),$(STOCK_VERSION))
@@ -32,10 +38,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 LIB_WARN := $(WARN) -Wmissing-prototypes
 CPPFLAGS_ALL := -I$(ROOT)/include -I$(ROOT)/include/uapi
 CFLAGS ?= -O2 -g
-# Hidden by default: only what include/syncmem.h declares is exported (its
-# declarations say visibility default), at the version of lib/libsyncmem.map.
-LIB_CFLAGS := $(CSTD) $(LIB_WARN) $(CFLAGS) -fPIC -fvisibility=hidden $(CPPFLAGS_ALL)
-LIB_MAP := lib/libsyncmem.map
+LIB_CFLAGS := $(CSTD) $(LIB_WARN) $(CFLAGS) -fPIC -fvisibility=default $(CPPFLAGS_ALL)
 # Test programs run in the busybox guest: link them statically.
 PROG_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(CPPFLAGS_ALL) -isystem $(LINUX_FILES)/tools/testing/selftests
 PROG_LDFLAGS := -static -pthread
@@ -54,11 +57,12 @@ HOSTTESTS := $(patsubst tests/host/%.c,$(BUILD)/host/%,$(HOSTTEST_SRCS))
 TOOL_SRCS := $(sort $(filter-out tools/bench/lock_instructions.c, \
 	$(wildcard tools/syncmemctl/*.c tools/demo/*.c tools/bench/*.c)))
 TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
+REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tools/fuzz/repro/*.c))
 
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
 
-.PHONY: all deps kmod kmod-debug lib selftests hosttests tools check check-host \
-	check-static check-runner check-stock check-debug demo checkpatch sparse bench clean linux-files
+.PHONY: all deps kmod kmod-debug kmod-rt lib selftests hosttests tools check check-host \
+	check-static check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
 all: kmod lib selftests hosttests tools
 
@@ -84,6 +88,15 @@ $(BUILD)/kmod-debug/syncmem.ko: $(KMOD_SRCS) tools/vm/debug.config
 		ln -sf $$f $(BUILD)/kmod-debug/; done && \
 	$(MAKE) -C $$tree M=$(BUILD)/kmod-debug SYNCMEM_ROOT=$(ROOT) W=1 modules
 
+# The same sources built against Debian's PREEMPT_RT headers, in build/kmod-rt.
+kmod-rt: $(BUILD)/kmod-rt/syncmem.ko
+$(BUILD)/kmod-rt/syncmem.ko: $(KMOD_SRCS)
+	@test -n "$(RT_HEADERS)" || { echo "no linux-headers-6.1*-rt-amd64: run 'make deps'"; exit 1; }
+	@mkdir -p $(BUILD)/kmod-rt && \
+	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
+		ln -sf $$f $(BUILD)/kmod-rt/; done
+	$(MAKE) -C $(RT_HEADERS) M=$(BUILD)/kmod-rt SYNCMEM_ROOT=$(ROOT) W=1 modules
+
 # ---- library ----------------------------------------------------------------
 lib: lib/libsyncmem.a lib/libsyncmem.so
 $(BUILD)/lib/%.o: lib/%.c $(LIB_HDRS)
@@ -91,26 +104,16 @@ $(BUILD)/lib/%.o: lib/%.c $(LIB_HDRS)
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 lib/libsyncmem.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
-lib/$(SONAME): $(LIB_OBJS) $(LIB_MAP)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(LIB_MAP) -pthread -o $@ \
-		$(LIB_OBJS) -luring
+lib/$(SONAME): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,$(SONAME) -pthread -o $@ $^ -luring
 lib/libsyncmem.so: lib/$(SONAME)
 	ln -sf $(SONAME) $@
 
 # ---- selftests, host tests, tools -------------------------------------------
-# The symbol test once more, linked against the shared library and defining
-# the library's internal names too (the VM runner copies the libraries of
-# dynamic programs; the rpath finds ours at the same path in the guest).
-SELFTESTS_DYNAMIC := $(BUILD)/selftests/symbols_dynamic_test
-selftests: $(SELFTESTS) $(SELFTESTS_DYNAMIC) $(SELFTEST_SCRIPTS)
+selftests: $(SELFTESTS) $(SELFTEST_SCRIPTS)
 $(BUILD)/selftests/%: selftests/%.c selftests/*.h lib/libsyncmem.a $(LINUX_FILES)/.stamp
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
-$(BUILD)/selftests/symbols_dynamic_test: selftests/symbols_test.c selftests/*.h lib/$(SONAME) \
-		$(LINUX_FILES)/.stamp
-	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -DSYMBOLS_DYNAMIC -Iselftests -o $@ $< lib/$(SONAME) \
-		-Wl,-rpath,$(ROOT)/lib -pthread
 $(BUILD)/selftests/run-all: selftests/run-all
 	@mkdir -p $(@D)
 	cp $< $@
@@ -122,10 +125,10 @@ HOSTTESTS_ASAN := $(patsubst tests/host/%.c,$(BUILD)/host-asan/%,$(HOSTTEST_SRCS
 HOSTTESTS_TSAN := $(patsubst tests/host/%.c,$(BUILD)/host-tsan/%,$(HOSTTEST_SRCS))
 HOSTTESTS_ALL := $(HOSTTESTS) $(HOSTTESTS_ASAN) $(HOSTTESTS_TSAN)
 hosttests: $(HOSTTESTS_ALL)
-HOST_DEPS := $(LIB_SRCS) $(LIB_HDRS) $(wildcard selftests/*.h tests/host/*.h) $(LINUX_FILES)/.stamp
+HOST_DEPS := $(LIB_SRCS) $(LIB_HDRS) $(wildcard selftests/*.h) $(LINUX_FILES)/.stamp
 $(BUILD)/host/%: tests/host/%.c lib/libsyncmem.a $(HOST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -Iselftests -Ilib -o $@ $< lib/libsyncmem.a -pthread -luring
+	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a -pthread -luring
 $(BUILD)/host-asan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
@@ -133,10 +136,30 @@ $(BUILD)/host-tsan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
 
-tools: $(TOOLS)
+tools: $(TOOLS) $(BUILD)/tools/fuzz $(BUILD)/tools/libfuzz $(REPROS)
 $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h selftests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+
+# The kernel fuzzer: raw ioctls, no library (tools/fuzz, Documentation/syncmem/testing.rst).
+FUZZ_SRCS := $(sort $(wildcard tools/fuzz/*.c))
+$(BUILD)/tools/fuzz: $(FUZZ_SRCS) tools/fuzz/fuzz.h include/uapi/linux/syncmem.h
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $(FUZZ_SRCS) $(PROG_LDFLAGS)
+
+# The library fuzzer, under ASan+UBSan; dynamically linked (the VM runner
+# copies its libraries), -rdynamic for the stacks of stuck workers.
+LIBFUZZ_SRCS := $(sort $(wildcard tools/fuzz/lib/*.c))
+$(BUILD)/tools/libfuzz: $(LIBFUZZ_SRCS) tools/fuzz/lib/libfuzz.h tools/fuzz/same_finding.h \
+		$(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -rdynamic -Wl,--wrap=ioctl -Ilib -o $@ $(LIBFUZZ_SRCS) \
+		$(LIB_SRCS) -pthread -luring
+
+# Minimal reproducers of what the fuzzer found, as /work/tools/repro/* in the guest.
+$(BUILD)/tools/repro/%: tools/fuzz/repro/%.c include/uapi/linux/syncmem.h
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< $(PROG_LDFLAGS)
 
 # Benchmarks print syncmem's figure next to its baseline's, as a ratio. The
 # kernel ones run in the VM; the pool needs no kernel and runs on the host's
@@ -163,7 +186,7 @@ $(BUILD)/bench/lock_instructions: tools/bench/lock_instructions.c lib/libsyncmem
 # closing "N passed, N failed" line and fails on any failure.
 check:
 	@$(ROOT)/tools/deps
-	@$(MAKE) --no-print-directory all kmod-debug
+	@$(MAKE) --no-print-directory all kmod-debug kmod-rt
 	@rm -rf $(BUILD)/check && mkdir -p $(BUILD)/check
 	@status=0; \
 	$(MAKE) --no-print-directory check-static || status=1; \
@@ -171,16 +194,17 @@ check:
 	$(MAKE) --no-print-directory check-runner || status=1; \
 	$(MAKE) --no-print-directory check-stock || status=1; \
 	$(MAKE) --no-print-directory check-debug || status=1; \
+	$(MAKE) --no-print-directory check-rt || status=1; \
+	$(MAKE) --no-print-directory check-fuzz || status=1; \
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
 
-check-host: hosttests lib
+check-host: hosttests
 	@mkdir -p $(BUILD)/check
 	@echo "== host tests"
-	@set -o pipefail; { for t in $(HOSTTESTS_ALL); do echo "# $$t"; \
+	@set -o pipefail; for t in $(HOSTTESTS_ALL); do echo "# $$t"; \
 		$$t || echo "not ok - $$t exited $$?"; \
-		done; $(ROOT)/tools/check-symbols lib/$(SONAME) include/syncmem.h; } 2>&1 | \
-		tee $(BUILD)/check/host.tap
+		done 2>&1 | tee $(BUILD)/check/host.tap
 
 # checkpatch, sparse and a W=1 build of the module, as TAP lines.
 check-static: $(LINUX_FILES)/.stamp
@@ -218,6 +242,29 @@ check-debug: all kmod-debug
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-debug $(ROOT)/tools/vm/run --kernel debug \
 		--timeout 1500 -- selftests/run-all 2>&1 | tee $(BUILD)/check/debug.tap; \
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - debug VM run exited $$rc" >>$(BUILD)/check/debug.tap; exit $$rc
+
+# PREEMPT_RT turns spinlocks into sleeping locks and hard-irq work into
+# threads: sleeping-in-atomic bugs show there first.
+check-rt: all kmod-rt
+	@mkdir -p $(BUILD)/check
+	@echo "== kselftests on the PREEMPT_RT kernel"
+	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-rt $(ROOT)/tools/vm/run --kernel rt \
+		--timeout 900 -- selftests/run-all 2>&1 | tee $(BUILD)/check/rt.tap; \
+		rc=$$?; [ $$rc = 0 ] || echo "not ok - PREEMPT_RT VM run exited $$rc" >>$(BUILD)/check/rt.tap; exit $$rc
+
+# A short fixed-seed pass of both fuzzers (tools/fuzz/check).
+check-fuzz: all kmod-debug
+	@mkdir -p $(BUILD)/check
+	@echo "== fuzzers (fixed seed)"
+	@set -o pipefail; $(ROOT)/tools/fuzz/check 2>&1 | tee $(BUILD)/check/fuzz.tap
+
+FUZZ_OPS ?= 1000000
+FUZZ_SEED ?= $(shell date +%s)
+FUZZ_LIB_SECONDS ?= 60
+fuzz: all kmod-debug
+	$(ROOT)/tools/vm/run --kernel debug --timeout $$(( $(FUZZ_OPS) / 500 + 900 )) -- \
+		tools/fuzz --seed $(FUZZ_SEED) --ops $(FUZZ_OPS) --seconds 0
+	$(BUILD)/tools/libfuzz --seed $(FUZZ_SEED) --seconds $(FUZZ_LIB_SECONDS)
 
 demo:
 	@$(ROOT)/tools/deps

@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What a worker of the library fuzzer does: random calls on the arena's
+ * objects, each result judged. Without the scribbler every result must be
+ * one the API documents and the objects must keep their promises (one
+ * owner per block, one holder per lock, key and gate, no more holders than
+ * units, writers alone); with it, any error is allowed and only the safety
+ * promises (no crash, nothing outside the region, an end to every call)
+ * are checked, by the supervisor.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libfuzz.h"
+
+#define MAX_OWNED	32
+#define TIMEOUT_NS	(int64_t)(rng_below(&w->rng, 3) * 1000000)	/* 0, 1 or 2 ms */
+
+struct held {
+	uint32_t blocks[MAX_OWNED];
+	unsigned int nblocks;
+	bool lock[NLOCKS], gate[NGATES], key[NKEYS];
+	unsigned int sem[NSEMS];
+	bool writer[NRWLOCKS];
+	unsigned int reader[NRWLOCKS];
+};
+
+static struct held held;
+
+static struct syncmem_lock *lock_at(struct worker *w, unsigned int i)
+{
+	return (struct syncmem_lock *)(w->a->base + w->a->at.locks) + i;
+}
+
+static struct syncmem_gate *gate_at(struct worker *w, unsigned int i)
+{
+	return (struct syncmem_gate *)(w->a->base + w->a->at.gates) + i;
+}
+
+static struct syncmem_sem *sem_at(struct worker *w, unsigned int i)
+{
+	return (struct syncmem_sem *)(w->a->base + w->a->at.sems) + i;
+}
+
+static struct syncmem_rwlock *rwlock_at(struct worker *w, unsigned int i)
+{
+	return (struct syncmem_rwlock *)(w->a->base + w->a->at.rwlocks) + i;
+}
+
+static struct syncmem_region *region(struct worker *w)
+{
+	return &w->a->region;
+}
+
+/* The host has no kernel: a call that must sleep fails with -EBADF there. */
+static bool no_kernel(struct worker *w)
+{
+	return w->a->region.fd < 0;
+}
+
+/*
+ * Without a kernel and without the scribbler, only calls that never sleep:
+ * a sleep that fails leaves a waiter bit behind, and the next unlock would
+ * fail too, so the objects' promises could not be checked.
+ */
+static bool try_only(struct worker *w)
+{
+	return no_kernel(w) && !w->scribbled;
+}
+
+static void doing(struct worker *w, const char *what)
+{
+	atomic_store(&books->doing[w->index], what);
+	atomic_store(&books->since[w->index], now_ns());
+}
+
+/*
+ * Judge @ret of @call: any error when the objects are scribbled; else one
+ * of the listed results (-EBADF too on the host for calls that may sleep).
+ */
+static bool judge(struct worker *w, const char *call, long ret, bool may_sleep, int n, ...)
+{
+	va_list ap;
+
+	atomic_fetch_add(&books->ops[w->index], 1);
+	if (ret < 0)
+		atomic_fetch_add(&books->errors, 1);
+	if (w->scribbled)
+		return true;
+	if (ret == -EBADF && may_sleep && no_kernel(w))
+		return true;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		if (va_arg(ap, long) == ret) {
+			va_end(ap);
+			return true;
+		}
+	va_end(ap);
+	finding("%s returned %ld (%s) on objects nobody scribbled (worker %d seed %#llx)", call,
+		ret, ret < 0 ? strerrorname_np((int)-ret) : "", w->index,
+		(unsigned long long)w->seed);
+	return false;
+}
+
+/* A holder count that must stay within @max (when nobody scribbles). */
+static void enter(struct worker *w, atomic_int *holders, int max, const char *what)
+{
+	int now = atomic_fetch_add(holders, 1) + 1;
+
+	if (!w->scribbled && now > max)
+		finding("%s: %d holders at once, at most %d allowed (worker %d seed %#llx)", what,
+			now, max, w->index, (unsigned long long)w->seed);
+}
+
+static void leave(atomic_int *holders)
+{
+	atomic_fetch_sub(holders, 1);
+}
+
+/* ---- the pool ----------------------------------------------------------- */
+
+static void pool_alloc(struct worker *w)
+{
+	struct syncmem_pool *p = w->a->pool;
+	uint64_t *block;
+	uint32_t off;
+
+	if (held.nblocks == MAX_OWNED)
+		return;
+	doing(w, "syncmem_pool_alloc");
+	off = syncmem_pool_alloc(p);
+	atomic_fetch_add(&books->ops[w->index], 1);
+	if (!off)
+		return;
+	/* Whatever the pool's memory says, what it hands out must be in the region. */
+	if (w->a->at.pool + (uint64_t)off + POOL_BLOCK > ARENA_BYTES) {
+		finding("syncmem_pool_alloc returned offset %#x: a block %u bytes past the region's end (worker %d seed %#llx)",
+			off, (unsigned int)(w->a->at.pool + off + POOL_BLOCK - ARENA_BYTES),
+			w->index, (unsigned long long)w->seed);
+		return;
+	}
+	block = (uint64_t *)(w->a->base + w->a->at.pool + off);
+	if (!w->scribbled && (off - (w->a->pool->blocks_off)) % w->a->pool->block_size)
+		finding("syncmem_pool_alloc returned %#x, not on a block boundary", off);
+	if (!w->scribbled && atomic_load((_Atomic uint64_t *)block))
+		finding("syncmem_pool_alloc handed out block %#x, still stamped %#llx by its owner",
+			off, (unsigned long long)*block);
+	atomic_store((_Atomic uint64_t *)block, w->seed | 1);
+	held.blocks[held.nblocks++] = off;
+}
+
+static void pool_free_own(struct worker *w, unsigned int i)
+{
+	uint32_t off = held.blocks[i];
+	uint64_t *block = (uint64_t *)(w->a->base + w->a->at.pool + off);
+	int ret;
+
+	if (!w->scribbled && atomic_load((_Atomic uint64_t *)block) != (w->seed | 1))
+		finding("block %#x of worker %d was overwritten by another owner: %#llx", off,
+			w->index, (unsigned long long)*block);
+	atomic_store((_Atomic uint64_t *)block, 0);
+	doing(w, "syncmem_pool_free");
+	ret = syncmem_pool_free(w->a->pool, off);
+	judge(w, "syncmem_pool_free of an owned block", ret, false, 1, 0L);
+	held.blocks[i] = held.blocks[--held.nblocks];
+}
+
+static void pool_free_foreign(struct worker *w)
+{
+	uint32_t off;
+
+	/* Never another worker's block: misaligned, or past the blocks. */
+	if (rng_below(&w->rng, 2))
+		off = (uint32_t)(w->a->pool->blocks_off + rng_below(&w->rng, POOL_BLOCKS) * POOL_BLOCK +
+				 1 + rng_below(&w->rng, POOL_BLOCK - 1));
+	else
+		off = (uint32_t)(w->a->at.pool_len + rng_below(&w->rng, 1u << 31));
+	doing(w, "syncmem_pool_free (foreign offset)");
+	judge(w, "syncmem_pool_free of a foreign offset", syncmem_pool_free(w->a->pool, off),
+	      false, 1, (long)-EINVAL);
+}
+
+static void pool_look(struct worker *w)
+{
+	struct syncmem_pool *again;
+	uint32_t n;
+	int ret;
+
+	doing(w, "syncmem_pool_free_count");
+	n = syncmem_pool_free_count(w->a->pool);
+	if (!w->scribbled && n > POOL_BLOCKS)
+		finding("syncmem_pool_free_count says %u free of %u", n, POOL_BLOCKS);
+	doing(w, "syncmem_pool_attach");
+	ret = syncmem_pool_attach(w->a->base + w->a->at.pool, w->a->at.pool_len, &again);
+	judge(w, "syncmem_pool_attach", ret, false, 1, 0L);
+	if (!ret && again != w->a->pool && !w->scribbled)
+		finding("syncmem_pool_attach gave another pool pointer");
+}
+
+/* ---- locks, gates, semaphores, rwlocks ---------------------------------- */
+
+static void lock_op(struct worker *w)
+{
+	unsigned int i = (unsigned int)rng_below(&w->rng, NLOCKS);
+	struct syncmem_lock *l = lock_at(w, i);
+	int ret;
+
+	if (held.lock[i]) {
+		/* Whatever it returns, the lock is not ours to give back twice. */
+		leave(&books->lock_holders[i]);
+		held.lock[i] = false;
+		doing(w, "syncmem_unlock");
+		ret = syncmem_unlock(region(w), l);
+		judge(w, "syncmem_unlock of a held lock", ret, true, 1, 0L);
+		return;
+	}
+	switch (try_only(w) ? 0 : rng_below(&w->rng, 3)) {
+	case 0:
+		doing(w, "syncmem_trylock");
+		ret = syncmem_trylock(region(w), l);
+		judge(w, "syncmem_trylock", ret, false, 2, 0L, (long)-EBUSY);
+		break;
+	case 1:
+		doing(w, "syncmem_lock_timed");
+		ret = syncmem_lock_timed(region(w), l, TIMEOUT_NS);
+		judge(w, "syncmem_lock_timed", ret, true, 2, 0L, (long)SYNCMEM_TIMED_OUT);
+		break;
+	default:
+		doing(w, "syncmem_unlock (not held)");
+		ret = syncmem_unlock(region(w), l);
+		judge(w, "syncmem_unlock of a lock not held", ret, true, 1, (long)-EPERM);
+		return;
+	}
+	if (!ret) {
+		held.lock[i] = true;
+		enter(w, &books->lock_holders[i], 1, "a lock");
+	}
+}
+
+static void gate_op(struct worker *w)
+{
+	unsigned int i = (unsigned int)rng_below(&w->rng, NGATES);
+	int ret;
+
+	if (try_only(w))
+		return;
+	if (held.gate[i]) {
+		leave(&books->gate_holders[i]);
+		held.gate[i] = false;
+		doing(w, "syncmem_gate_signal");
+		ret = syncmem_gate_signal(region(w), gate_at(w, i));
+		judge(w, "syncmem_gate_signal", ret, true, 2, 0L, 1L);
+		return;
+	}
+	doing(w, "syncmem_gate_wait");
+	ret = syncmem_gate_wait(region(w), gate_at(w, i), TIMEOUT_NS);
+	judge(w, "syncmem_gate_wait", ret, true, 2, 0L, (long)SYNCMEM_TIMED_OUT);
+	if (!ret) {
+		held.gate[i] = true;
+		enter(w, &books->gate_holders[i], 1, "a gate");
+	}
+}
+
+static void sem_op(struct worker *w)
+{
+	unsigned int i = (unsigned int)rng_below(&w->rng, NSEMS);
+	struct syncmem_sem *s = sem_at(w, i);
+	int ret;
+
+	if (held.sem[i] && rng_below(&w->rng, 2)) {
+		leave(&books->sem_holders[i]);
+		held.sem[i]--;
+		doing(w, "syncmem_sem_post");
+		judge(w, "syncmem_sem_post", syncmem_sem_post(region(w), s), true, 1, 0L);
+		return;
+	}
+	if (try_only(w) || rng_below(&w->rng, 2)) {
+		doing(w, "syncmem_sem_trywait");
+		ret = syncmem_sem_trywait(region(w), s);
+		judge(w, "syncmem_sem_trywait", ret, false, 2, 0L, (long)-EAGAIN);
+	} else {
+		doing(w, "syncmem_sem_timedwait");
+		ret = syncmem_sem_timedwait(region(w), s, TIMEOUT_NS);
+		judge(w, "syncmem_sem_timedwait", ret, true, 2, 0L, (long)SYNCMEM_TIMED_OUT);
+	}
+	if (!ret) {
+		held.sem[i]++;
+		enter(w, &books->sem_holders[i], SEM_UNITS, "a semaphore");
+	}
+}
+
+static void rwlock_op(struct worker *w)
+{
+	unsigned int i = (unsigned int)rng_below(&w->rng, NRWLOCKS);
+	struct syncmem_rwlock *rw = rwlock_at(w, i);
+	bool write = rng_below(&w->rng, 2);
+	int ret;
+
+	if (held.writer[i] || held.reader[i]) {
+		/* Reader again while holding would deadlock behind a writer: release. */
+		if (held.writer[i])
+			leave(&books->rw_writers[i]);
+		else
+			leave(&books->rw_readers[i]);
+		doing(w, "syncmem_rwlock_unlock");
+		ret = syncmem_rwlock_unlock(region(w), rw);
+		judge(w, "syncmem_rwlock_unlock", ret, true, 1, 0L);
+		if (held.writer[i])
+			held.writer[i] = false;
+		else
+			held.reader[i]--;
+		return;
+	}
+	if (try_only(w) || rng_below(&w->rng, 2)) {
+		doing(w, write ? "syncmem_rwlock_trywrlock" : "syncmem_rwlock_tryrdlock");
+		ret = write ? syncmem_rwlock_trywrlock(region(w), rw) :
+			      syncmem_rwlock_tryrdlock(region(w), rw);
+		judge(w, "syncmem_rwlock_try*lock", ret, true, 2, 0L, (long)-EBUSY);
+	} else {
+		doing(w, write ? "syncmem_rwlock_wrlock_timed" : "syncmem_rwlock_rdlock_timed");
+		ret = write ? syncmem_rwlock_wrlock_timed(region(w), rw, TIMEOUT_NS) :
+			      syncmem_rwlock_rdlock_timed(region(w), rw, TIMEOUT_NS);
+		judge(w, "syncmem_rwlock_*lock_timed", ret, true, 2, 0L, (long)SYNCMEM_TIMED_OUT);
+	}
+	if (ret)
+		return;
+	if (write) {
+		held.writer[i] = true;
+		enter(w, &books->rw_writers[i], 1, "an rwlock's writers");
+		if (!w->scribbled && atomic_load(&books->rw_readers[i]))
+			finding("a writer got an rwlock while %d readers hold it",
+				atomic_load(&books->rw_readers[i]));
+	} else {
+		held.reader[i]++;
+		atomic_fetch_add(&books->rw_readers[i], 1);
+		if (!w->scribbled && atomic_load(&books->rw_writers[i]))
+			finding("a reader got an rwlock while its writer holds it");
+	}
+}
+
+/* ---- the keyed table ---------------------------------------------------- */
+
+static void keyed_op(struct worker *w)
+{
+	unsigned int k = (unsigned int)rng_below(&w->rng, NKEYS);
+	char key[16];
+	int len = snprintf(key, sizeof(key), "key-%u", k), ret;
+	struct syncmem_keyed *again;
+
+	/* The table's own mutex sleeps when contended. */
+	switch (try_only(w) ? 0 : rng_below(&w->rng, 6)) {
+	case 0:
+		doing(w, "syncmem_keyed_attach");
+		ret = syncmem_keyed_attach(w->a->base + w->a->at.keyed, w->a->at.keyed_len, &again);
+		judge(w, "syncmem_keyed_attach", ret, false, 1, 0L);
+		doing(w, "syncmem_keyed_in_use");
+		if (!w->scribbled && syncmem_keyed_in_use(w->a->keyed) > KEYED_ENTRIES)
+			finding("syncmem_keyed_in_use above the table's %d entries", KEYED_ENTRIES);
+		return;
+	case 1: case 2:
+		if (held.key[k]) {
+			leave(&books->key_holders[k]);
+			held.key[k] = false;
+			doing(w, "syncmem_keyed_unlock");
+			ret = syncmem_keyed_unlock(region(w), w->a->keyed, key, len);
+			judge(w, "syncmem_keyed_unlock", ret, true, 1, 0L);
+			return;
+		}
+		doing(w, "syncmem_keyed_unlock (not held)");
+		ret = syncmem_keyed_unlock(region(w), w->a->keyed, key, len);
+		judge(w, "syncmem_keyed_unlock of a key not held", ret, true, 1, (long)-EPERM);
+		return;
+	case 3:
+		if (held.key[k])
+			return;
+		doing(w, "syncmem_keyed_lock");
+		ret = syncmem_keyed_lock(region(w), w->a->keyed, key, len, TIMEOUT_NS);
+		judge(w, "syncmem_keyed_lock", ret, true, 3, 0L, (long)SYNCMEM_TIMED_OUT,
+		      (long)-ENOSPC);
+		break;
+	default:
+		if (held.key[k])
+			return;
+		doing(w, "syncmem_keyed_trylock");
+		ret = syncmem_keyed_trylock(region(w), w->a->keyed, key, len);
+		judge(w, "syncmem_keyed_trylock", ret, true, 3, 0L, (long)-EBUSY, (long)-ENOSPC);
+		break;
+	}
+	if (!ret) {
+		held.key[k] = true;
+		enter(w, &books->key_holders[k], 1, "a key");
+	}
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+/* Give back everything held, so the clean run can check the objects are idle. */
+static void release_all(struct worker *w)
+{
+	for (unsigned int i = 0; i < NLOCKS; i++)
+		if (held.lock[i]) {
+			leave(&books->lock_holders[i]);
+			held.lock[i] = false;
+			doing(w, "syncmem_unlock");
+			judge(w, "syncmem_unlock of a held lock", syncmem_unlock(region(w),
+										 lock_at(w, i)),
+			      true, 1, 0L);
+		}
+	while (held.nblocks)
+		pool_free_own(w, 0);
+	for (unsigned int i = 0; i < NGATES; i++)
+		if (held.gate[i]) {
+			leave(&books->gate_holders[i]);
+			held.gate[i] = false;
+			doing(w, "syncmem_gate_signal");
+			judge(w, "syncmem_gate_signal", syncmem_gate_signal(region(w), gate_at(w, i)),
+			      true, 2, 0L, 1L);
+		}
+	for (unsigned int i = 0; i < NSEMS; i++)
+		for (; held.sem[i]; held.sem[i]--) {
+			leave(&books->sem_holders[i]);
+			doing(w, "syncmem_sem_post");
+			judge(w, "syncmem_sem_post", syncmem_sem_post(region(w), sem_at(w, i)), true,
+			      1, 0L);
+		}
+	for (unsigned int i = 0; i < NRWLOCKS; i++)
+		while (held.writer[i] || held.reader[i]) {
+			if (held.writer[i]) {
+				leave(&books->rw_writers[i]);
+				held.writer[i] = false;
+			} else {
+				leave(&books->rw_readers[i]);
+				held.reader[i]--;
+			}
+			doing(w, "syncmem_rwlock_unlock");
+			judge(w, "syncmem_rwlock_unlock", syncmem_rwlock_unlock(region(w),
+										  rwlock_at(w, i)),
+			      true, 1, 0L);
+		}
+	for (unsigned int k = 0; k < NKEYS; k++)
+		if (held.key[k]) {
+			char key[16];
+			int len = snprintf(key, sizeof(key), "key-%u", k);
+
+			leave(&books->key_holders[k]);
+			held.key[k] = false;
+			doing(w, "syncmem_keyed_unlock");
+			judge(w, "syncmem_keyed_unlock", syncmem_keyed_unlock(region(w), w->a->keyed,
+									      key, len),
+			      true, 1, 0L);
+		}
+}
+
+void worker_run(struct worker *w, uint64_t until)
+{
+	trace_worker = w->index;
+	while (now_ns() < until) {
+		unsigned int k = (unsigned int)rng_below(&w->rng, 12);
+
+		/* Only the kinds of objects this run uses. */
+		if (!(w->objects & (k < 4 ? OBJ_POOL : k < 10 ? OBJ_LOCKS : OBJ_KEYED)))
+			continue;
+		switch (k) {
+		case 0: case 1:
+			pool_alloc(w);
+			break;
+		case 2:
+			if (held.nblocks)
+				pool_free_own(w, (unsigned int)rng_below(&w->rng, held.nblocks));
+			break;
+		case 3:
+			if (rng_below(&w->rng, 8))
+				pool_free_foreign(w);
+			else
+				pool_look(w);
+			break;
+		case 4: case 5:
+			lock_op(w);
+			break;
+		case 6:
+			gate_op(w);
+			break;
+		case 7:
+			sem_op(w);
+			break;
+		case 8: case 9:
+			rwlock_op(w);
+			break;
+		default:
+			keyed_op(w);
+			break;
+		}
+	}
+	release_all(w);
+	doing(w, "exiting");
+	_exit(0);
+}
