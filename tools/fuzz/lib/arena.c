@@ -113,5 +113,7 @@ int arena_create(struct arena *a, bool kernel)
 	if (!err)
 		err = syncmem_pool_init(mem + a->at.pool, a->at.pool_len, POOL_BLOCK, POOL_BLOCKS,
 					&a->pool);
+	if (!err)
+		a->pool_blocks_off = ((struct syncmem_pool_header *)(mem + a->at.pool))->blocks_off;
 	return err;
 }

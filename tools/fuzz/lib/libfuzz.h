@@ -65,7 +65,8 @@ struct arena {
 	struct syncmem_region region;	/* descriptor of the arena */
 	char *base;
 	struct layout at;
-	struct syncmem_pool *pool;
+	struct syncmem_pool *pool;	/* private handle */
+	uint32_t pool_blocks_off;	/* read from the header before any scribbling */
 	struct syncmem_keyed *keyed;
 };
 

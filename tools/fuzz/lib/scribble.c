@@ -49,7 +49,7 @@ void scribble_run(struct arena *a, unsigned int objects, uint64_t seed, uint64_t
 		{ OBJ_LOCKS, a->at.locks, a->at.keyed - a->at.locks },
 		{ OBJ_KEYED, a->at.keyed, a->at.keyed_len },
 		{ OBJ_POOL, a->at.pool, a->at.pool_len },
-		{ OBJ_POOL, a->at.pool + sizeof(struct syncmem_pool), a->at.pool_len - 576 },
+		{ OBJ_POOL, a->at.pool + sizeof(struct syncmem_pool_header), a->at.pool_len - 576 },
 	}, mine[4];
 	unsigned int n = 0;
 
