@@ -38,7 +38,10 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 LIB_WARN := $(WARN) -Wmissing-prototypes
 CPPFLAGS_ALL := -I$(ROOT)/include -I$(ROOT)/include/uapi
 CFLAGS ?= -O2 -g
-LIB_CFLAGS := $(CSTD) $(LIB_WARN) $(CFLAGS) -fPIC -fvisibility=default $(CPPFLAGS_ALL)
+# Hidden by default: only what include/syncmem.h declares is exported (its
+# declarations say visibility default), at the version of lib/libsyncmem.map.
+LIB_CFLAGS := $(CSTD) $(LIB_WARN) $(CFLAGS) -fPIC -fvisibility=hidden $(CPPFLAGS_ALL)
+LIB_MAP := lib/libsyncmem.map
 # Test programs run in the busybox guest: link them statically.
 PROG_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(CPPFLAGS_ALL) -isystem $(LINUX_FILES)/tools/testing/selftests
 PROG_LDFLAGS := -static -pthread
@@ -104,16 +107,26 @@ $(BUILD)/lib/%.o: lib/%.c $(LIB_HDRS)
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 lib/libsyncmem.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
-lib/$(SONAME): $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,$(SONAME) -pthread -o $@ $^ -luring
+lib/$(SONAME): $(LIB_OBJS) $(LIB_MAP)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(LIB_MAP) -pthread -o $@ \
+		$(LIB_OBJS) -luring
 lib/libsyncmem.so: lib/$(SONAME)
 	ln -sf $(SONAME) $@
 
 # ---- selftests, host tests, tools -------------------------------------------
-selftests: $(SELFTESTS) $(SELFTEST_SCRIPTS)
+# The symbol test once more, linked against the shared library and defining
+# the library's internal names too (the VM runner copies the libraries of
+# dynamic programs; the rpath finds ours at the same path in the guest).
+SELFTESTS_DYNAMIC := $(BUILD)/selftests/symbols_dynamic_test
+selftests: $(SELFTESTS) $(SELFTESTS_DYNAMIC) $(SELFTEST_SCRIPTS)
 $(BUILD)/selftests/%: selftests/%.c selftests/*.h lib/libsyncmem.a $(LINUX_FILES)/.stamp
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+$(BUILD)/selftests/symbols_dynamic_test: selftests/symbols_test.c selftests/*.h lib/$(SONAME) \
+		$(LINUX_FILES)/.stamp
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -DSYMBOLS_DYNAMIC -Iselftests -o $@ $< lib/$(SONAME) \
+		-Wl,-rpath,$(ROOT)/lib -pthread
 $(BUILD)/selftests/run-all: selftests/run-all
 	@mkdir -p $(@D)
 	cp $< $@
@@ -125,10 +138,10 @@ HOSTTESTS_ASAN := $(patsubst tests/host/%.c,$(BUILD)/host-asan/%,$(HOSTTEST_SRCS
 HOSTTESTS_TSAN := $(patsubst tests/host/%.c,$(BUILD)/host-tsan/%,$(HOSTTEST_SRCS))
 HOSTTESTS_ALL := $(HOSTTESTS) $(HOSTTESTS_ASAN) $(HOSTTESTS_TSAN)
 hosttests: $(HOSTTESTS_ALL)
-HOST_DEPS := $(LIB_SRCS) $(LIB_HDRS) $(wildcard selftests/*.h) $(LINUX_FILES)/.stamp
+HOST_DEPS := $(LIB_SRCS) $(LIB_HDRS) $(wildcard selftests/*.h tests/host/*.h) $(LINUX_FILES)/.stamp
 $(BUILD)/host/%: tests/host/%.c lib/libsyncmem.a $(HOST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a -pthread -luring
+	$(CC) $(PROG_CFLAGS) -Iselftests -Ilib -o $@ $< lib/libsyncmem.a -pthread -luring
 $(BUILD)/host-asan/%: tests/host/%.c $(HOST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -Iselftests -Ilib -o $@ $< $(LIB_SRCS) -pthread -luring
@@ -199,12 +212,13 @@ check:
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
 
-check-host: hosttests
+check-host: hosttests lib
 	@mkdir -p $(BUILD)/check
 	@echo "== host tests"
-	@set -o pipefail; for t in $(HOSTTESTS_ALL); do echo "# $$t"; \
+	@set -o pipefail; { for t in $(HOSTTESTS_ALL); do echo "# $$t"; \
 		$$t || echo "not ok - $$t exited $$?"; \
-		done 2>&1 | tee $(BUILD)/check/host.tap
+		done; $(ROOT)/tools/check-symbols lib/$(SONAME) include/syncmem.h; } 2>&1 | \
+		tee $(BUILD)/check/host.tap
 
 # checkpatch, sparse and a W=1 build of the module, as TAP lines.
 check-static: $(LINUX_FILES)/.stamp
