@@ -162,7 +162,7 @@ static bool flight_reap_dead_locked(struct flight_call *c, struct keytab_entry *
 
 static void flight_put(struct flight_call *c)
 {
-	if (syncmem__keytab_lock(c->r, &c->v))
+	if (syncmem__keytab_lock(c->r, &c->v, SYNCMEM_FOREVER))
 		return;
 	if (!flight_reap_dead_locked(c, c->e))
 		flight_put_locked(c, c->e);
@@ -207,7 +207,7 @@ static int flight_join(struct flight_call *c, const void *key, size_t len)
 {
 	uint32_t hash = syncmem__key_hash(key, len);
 	struct keytab_entry *e;
-	int err = syncmem__keytab_lock(c->r, &c->v);
+	int err = syncmem__keytab_lock(c->r, &c->v, SYNCMEM_FOREVER);
 
 	if (err)
 		return err;
@@ -246,7 +246,7 @@ static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_ar
 		ret = -EINVAL;		/* not a negative errno: refuse it */
 	fl->error = ret;
 	fl->result_len = ret ? 0 : (uint32_t)n;
-	if (!syncmem__keytab_lock(c->r, &c->v)) {
+	if (!syncmem__keytab_lock(c->r, &c->v, SYNCMEM_FOREVER)) {
 		/* From now on a call with this key starts a new flight. */
 		if (fl->linked) {
 			syncmem__keytab_unlink(&c->v, c->e);

@@ -98,6 +98,9 @@ int syncmem__object_writable(const struct syncmem_region *r, const void *obj, si
 /* Absolute CLOCK_MONOTONIC deadline for a relative timeout (negative: none). */
 uint64_t syncmem__deadline(int64_t timeout_ns);
 
+/* The relative timeout left until @deadline: SYNCMEM_FOREVER, or >= 0. */
+int64_t syncmem__remaining(uint64_t deadline);
+
 /* One WAIT ioctl with an absolute deadline: SYNCMEM_WAIT_* or -errno. */
 int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t width,
 			uint64_t expected, uint64_t deadline_ns);

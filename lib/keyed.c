@@ -58,13 +58,22 @@ static int keyed_check(struct syncmem_region *r, struct syncmem_keyed *k, const 
 	return err ? err : syncmem__key_check(key, len);
 }
 
-/* Find or create the entry of @key and count ourselves in it. */
+/*
+ * A try call's wait for the table lock: its honest holders take it for
+ * microseconds, so this never turns a free key into -EBUSY.
+ */
+#define KEYED_TRY_TABLE_NS	(10 * 1000000LL)
+
+/*
+ * Find or create the entry of @key and count ourselves in it, waiting at
+ * most @timeout_ns for the table (negative: no limit of the caller's).
+ */
 static int keyed_get(struct syncmem_region *r, const struct keytab_view *v, const void *key,
-		     size_t len, struct keytab_entry **out)
+		     size_t len, int64_t timeout_ns, struct keytab_entry **out)
 {
 	uint32_t hash = syncmem__key_hash(key, len);
 	struct keytab_entry *e;
-	int err = syncmem__keytab_lock(r, v);
+	int err = syncmem__keytab_lock(r, v, timeout_ns);
 
 	if (err)
 		return err;
@@ -97,7 +106,7 @@ static int keyed_put_locked(const struct keytab_view *v, struct keytab_entry *e)
 static void keyed_put(struct syncmem_region *r, const struct keytab_view *v,
 		      struct keytab_entry *e)
 {
-	if (syncmem__keytab_lock(r, v))
+	if (syncmem__keytab_lock(r, v, SYNCMEM_FOREVER))
 		return;
 	keyed_put_locked(v, e);
 	syncmem__keytab_unlock(r, v);
@@ -106,15 +115,18 @@ static void keyed_put(struct syncmem_region *r, const struct keytab_view *v,
 int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 		       size_t len, int64_t timeout_ns)
 {
+	uint64_t deadline = syncmem__deadline(timeout_ns);
 	struct keytab_view v;
 	struct keytab_entry *e;
 	int ret = keyed_check(r, k, key, len, &v);
 
+	/* The timeout covers the table and the key together. */
 	if (!ret)
-		ret = keyed_get(r, &v, key, len, &e);
+		ret = keyed_get(r, &v, key, len, timeout_ns ? timeout_ns : KEYED_TRY_TABLE_NS,
+				&e);
 	if (ret)
 		return ret;
-	ret = syncmem_lock_timed(r, entry_lock(e), timeout_ns);
+	ret = syncmem_lock_timed(r, entry_lock(e), syncmem__remaining(deadline));
 	if (ret)
 		keyed_put(r, &v, e);
 	return ret;
@@ -140,7 +152,7 @@ static int keyed_release_locked(struct syncmem_region *r, const struct keytab_vi
 static int keyed_release(struct syncmem_region *r, const struct keytab_view *v,
 			 struct keytab_entry *e)
 {
-	int ret = syncmem__keytab_lock(r, v);
+	int ret = syncmem__keytab_lock(r, v, SYNCMEM_FOREVER);
 
 	if (ret)
 		return ret;
@@ -158,7 +170,7 @@ int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, cons
 
 	if (ret)
 		return ret;
-	ret = syncmem__keytab_lock(r, &v);
+	ret = syncmem__keytab_lock(r, &v, SYNCMEM_FOREVER);
 	if (ret)
 		return ret;
 	ret = syncmem__keytab_find(&v, key, len, syncmem__key_hash(key, len), &e);
@@ -213,7 +225,7 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	if (!op)
 		return -ENOMEM;
 	*op = (struct keyed_op){ .r = r, .v = v, .cb = cb, .fn = fn, .arg = arg };
-	ret = keyed_get(r, &op->v, key, len, &op->e);
+	ret = keyed_get(r, &op->v, key, len, SYNCMEM_FOREVER, &op->e);
 	if (ret) {
 		free(op);
 		return ret;

@@ -238,9 +238,21 @@ int syncmem__keytab_view(struct syncmem_region *r, struct syncmem_keytab *t, uin
 	return 0;
 }
 
-int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v)
+/*
+ * The table lock is held for a few loads and stores, never across a wait:
+ * one that stays held this long has a dead or hostile holder, and the
+ * table is reported broken rather than waited for without end.
+ */
+#define KEYTAB_LOCK_MAX_NS	(10 * 1000000000LL)
+
+int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
+			 int64_t timeout_ns)
 {
-	return syncmem_lock(r, &v->t->lock);
+	int64_t wait = timeout_ns < 0 || timeout_ns > KEYTAB_LOCK_MAX_NS ?
+		       KEYTAB_LOCK_MAX_NS : timeout_ns;
+	int ret = syncmem_lock_timed(r, &v->t->lock, wait);
+
+	return ret == SYNCMEM_TIMED_OUT && wait == KEYTAB_LOCK_MAX_NS ? -EUCLEAN : ret;
 }
 
 void syncmem__keytab_unlock(struct syncmem_region *r, const struct keytab_view *v)

@@ -55,7 +55,14 @@ int syncmem__keytab_view(struct syncmem_region *r, struct syncmem_keytab *t, uin
 int syncmem__key_check(const void *key, size_t len);
 uint32_t syncmem__key_hash(const void *key, size_t len);
 
-int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v);
+/*
+ * Take the table lock within @timeout_ns (negative: no timeout of the
+ * caller's): 0, SYNCMEM_TIMED_OUT when the caller's timeout passed first,
+ * -EUCLEAN when it stayed held ten seconds (a dead or hostile holder), or
+ * the mutex's errors.
+ */
+int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
+			 int64_t timeout_ns);
 void syncmem__keytab_unlock(struct syncmem_region *r, const struct keytab_view *v);
 
 /* The payload after the 128-byte head. */

@@ -56,6 +56,18 @@ uint64_t syncmem__deadline(int64_t timeout_ns)
 	return now + (uint64_t)timeout_ns;
 }
 
+int64_t syncmem__remaining(uint64_t deadline)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (deadline == SYNCMEM_NO_DEADLINE)
+		return SYNCMEM_FOREVER;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return now < deadline ? (int64_t)(deadline - now) : 0;
+}
+
 int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t width,
 			uint64_t expected, uint64_t deadline_ns)
 {
