@@ -199,4 +199,30 @@ TEST_F(hostile, read_only_region_writes_are_ebadf_not_sigsegv)
 	EXPECT_EQ(POOL_BLOCKS, syncmem_pool_free_count(self->pool));
 }
 
+/*
+ * A peer writes the keyed table's own lock as held by a thread that will
+ * never release it: every call still ends. A try call says -EBUSY within
+ * milliseconds, a timed one times out on time, the rest report the table
+ * broken after ten seconds.
+ */
+TEST_F_TIMEOUT(hostile, keyed_calls_end_when_the_table_lock_is_held_for_good, 120)
+{
+	struct syncmem_keyed *k = self->k;
+	int64_t t0;
+
+	__atomic_store_n(&k->t.lock.word, 12345u | 0x80000000u, __ATOMIC_RELAXED);
+	t0 = now_ns();
+	EXPECT_EQ(-EBUSY, syncmem_keyed_trylock(self->rw, k, "key", 3));
+	EXPECT_GT(2000 * MS, now_ns() - t0);
+	t0 = now_ns();
+	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_keyed_lock(self->rw, k, "key", 3, 200 * MS));
+	EXPECT_LE(200 * MS, now_ns() - t0);
+	EXPECT_GT(5000 * MS, now_ns() - t0);
+	t0 = now_ns();
+	EXPECT_EQ(-EUCLEAN, syncmem_keyed_unlock(self->rw, k, "key", 3));
+	EXPECT_LE(10000 * MS, now_ns() - t0);
+	EXPECT_GT(60000 * MS, now_ns() - t0);
+	EXPECT_EQ(-EUCLEAN, syncmem_keyed_lock(self->rw, k, "key", 3, SYNCMEM_FOREVER));
+}
+
 TEST_HARNESS_MAIN
