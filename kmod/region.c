@@ -10,7 +10,6 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/vmalloc.h>
 
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
@@ -35,7 +34,12 @@ static void syncmem_region_free_pages(struct syncmem_region *r, unsigned long n)
 	kvfree(r->pages);
 }
 
-/* Allocate and map the pages of @r; 0, -ENOMEM or -EINTR. */
+/*
+ * Allocate the pages of @r; 0, -ENOMEM or -EINTR. They stay unmapped in the
+ * kernel: a word is read through the direct map of its own page
+ * (syncmem_region_word()), so a region costs no vmalloc space and no
+ * uncharged vmap bookkeeping.
+ */
 static int syncmem_region_alloc_pages(struct syncmem_region *r)
 {
 	unsigned long i;
@@ -57,9 +61,7 @@ static int syncmem_region_alloc_pages(struct syncmem_region *r)
 			cond_resched();
 		}
 	}
-	r->kaddr = vmap(r->pages, r->nr_pages, VM_MAP, PAGE_KERNEL);
-	if (r->kaddr)
-		return 0;
+	return 0;
 fail:
 	syncmem_region_free_pages(r, i);
 	return -ENOMEM;
@@ -130,7 +132,6 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
 	return r;
 
 out_pages:
-	vunmap(r->kaddr);
 	syncmem_region_free_pages(r, r->nr_pages);
 out_queues:
 	syncmem_region_queues_destroy(r);
@@ -149,7 +150,6 @@ static void syncmem_region_release(struct kref *ref)
 
 	iput(r->inode);
 	syncmem_region_queues_destroy(r);
-	vunmap(r->kaddr);
 	syncmem_region_free_pages(r, r->nr_pages);
 	syncmem_uncharge_region(r->user, r->ns, (u64)r->nr_pages << PAGE_SHIFT);
 	syncmem_ns_put(r->ns);

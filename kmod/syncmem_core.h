@@ -100,8 +100,8 @@ struct syncmem_ns {
 };
 
 /*
- * A region: zeroed pages mapped contiguously into the kernel (for the value
- * checks of waits) and faulted into user mappings; one inode of syncmem's
+ * A region: zeroed pages (lowmem: the kernel reaches each through the
+ * direct map for the value checks of waits) faulted into user mappings; one inode of syncmem's
  * own filesystem (fs.c) carries its identity, owner and mode.
  *
  * References: one from the name table while the region has a name, one from
@@ -111,7 +111,6 @@ struct syncmem_ns {
 struct syncmem_region {
 	struct kref ref;
 	struct page **pages;
-	void *kaddr;
 	u64 size;
 	unsigned long nr_pages;
 	struct inode *inode;		/* holds a reference */

@@ -35,6 +35,7 @@
 #include <linux/hash.h>
 #include <linux/hrtimer.h>
 #include <linux/log2.h>
+#include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -348,9 +349,19 @@ static long syncmem_wake_word(struct syncmem_region *r, struct syncmem_wake_op *
 	return op->decide ? ret : woken;
 }
 
+/*
+ * The kernel address of the word at @offset: words are naturally aligned,
+ * so one never straddles two pages, and region pages are never highmem.
+ */
+static void *syncmem_region_word(struct syncmem_region *r, u64 offset)
+{
+	return page_address(r->pages[offset >> PAGE_SHIFT]) +
+	       offset_in_page(offset);
+}
+
 static u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size)
 {
-	void *p = r->kaddr + offset;
+	void *p = syncmem_region_word(r, offset);
 
 	return size == 4 ? READ_ONCE(*(u32 *)p) : READ_ONCE(*(u64 *)p);
 }
@@ -358,7 +369,7 @@ static u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size)
 static void syncmem_word_write(struct syncmem_region *r, u64 offset, u32 size,
 			       u64 value)
 {
-	void *p = r->kaddr + offset;
+	void *p = syncmem_region_word(r, offset);
 
 	if (size == 4)
 		WRITE_ONCE(*(u32 *)p, (u32)value);
@@ -373,7 +384,7 @@ static void syncmem_word_write(struct syncmem_region *r, u64 offset, u32 size,
 static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
 			     u64 value)
 {
-	void *p = r->kaddr + offset;
+	void *p = syncmem_region_word(r, offset);
 
 	if (size == 4)
 		atomic_add((int)(u32)value, (atomic_t *)p);
@@ -385,7 +396,7 @@ static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
 static bool syncmem_word_cmpxchg(struct syncmem_region *r, u64 offset,
 				 u32 size, u64 expected, u64 value)
 {
-	void *p = r->kaddr + offset;
+	void *p = syncmem_region_word(r, offset);
 
 	if (size == 4) {
 		u32 old = expected;
