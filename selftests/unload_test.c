@@ -60,24 +60,27 @@ TEST(unload_while_expired_waits_are_in_flight)
 
 	for (int round = 0; round < 3; round++) {
 		int dev = dev_open(), rfd, tries = 0;
-		uint64_t deadline;
+		int64_t deadline;
 		pid_t hog;
 
 		ASSERT_LE(0, dev);
 		rfd = raw_region_open(dev, NULL, 0, 4096, 0, NULL);
 		ASSERT_LE(0, rfd);
-		/* Armed on CPU 1, so the timers fire there. */
+		/*
+		 * Armed on CPU 1, so the timers fire there; a second leaves
+		 * room for the slow debug kernel to queue them all first.
+		 */
 		ASSERT_EQ(0, pin_to_cpu(1));
-		deadline = now_ns() + 200 * 1000000LL;
+		deadline = now_ns() + 1000 * 1000000LL;
 		for (int i = 0; i < 512; i++)
 			ASSERT_EQ(SYNCMEM_WAIT_QUEUED,
 				  raw_wait_async(dev, rfd, 4 * i, 0, deadline, i + 1));
 		close(rfd);
 		ASSERT_EQ(0, pin_to_cpu(0));
-		hog = hog_cpu1(1500, dev);
+		hog = hog_cpu1((int)((deadline - now_ns()) / 1000000) + 1300, dev);
 		ASSERT_LT(0, hog);
 		/* The timers fire under the hog; then close and unload. */
-		usleep(400 * 1000);
+		usleep((deadline + 200 * 1000000LL - now_ns()) / 1000);
 		close(dev);
 		while (run("rmmod syncmem 2>/dev/null") && tries++ < 300)
 			usleep(10 * 1000);
