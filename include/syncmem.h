@@ -6,6 +6,10 @@
  * Conventions: a function that can fail returns a negative errno value
  * (-EINVAL, -ENOMEM, ...); it never reports through errno alone and never
  * aborts on bad input. syncmem_strerror() turns any result into text.
+ * Only the Atomics-style waits (syncmem_wait32/64 and wait_async) report a
+ * timeout as the positive SYNCMEM_TIMED_OUT, as Atomics.wait's "timed-out";
+ * every lock, gate, semaphore and keyed call reports it as -ETIMEDOUT, as
+ * pthread does, so that "ret < 0" never mistakes a timeout for success.
  * See Documentation/syncmem/library.rst.
  *
  * Shared memory is untrusted: whatever another process writes into a shared
@@ -316,7 +320,7 @@ struct syncmem_lock {
 void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
 
 /*
- * Take the lock, blocking. 0, SYNCMEM_TIMED_OUT (lock_timed), -EDEADLK when
+ * Take the lock, blocking. 0, -ETIMEDOUT (lock_timed), -EDEADLK when
  * this thread already holds it, -EINVAL when @l is not inside @r, -EBADF
  * when @r is mapped read-only, -EUCLEAN when the lock holds a value this
  * library never writes or its word keeps changing under the call (another
@@ -361,7 +365,7 @@ struct syncmem_gate {
 void syncmem_gate_init(struct syncmem_gate *g, bool open);
 
 /*
- * 0 once through (the gate is closed again), or SYNCMEM_TIMED_OUT;
+ * 0 once through (the gate is closed again), or -ETIMEDOUT;
  * -EUCLEAN for a word no gate holds, -EBADF on a read-only region.
  */
 int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t timeout_ns);
@@ -392,7 +396,7 @@ struct syncmem_sem {
 
 int syncmem_sem_init(struct syncmem_sem *s, uint32_t value);	/* -EINVAL > VALUE_MAX */
 int syncmem_sem_wait(struct syncmem_region *r, struct syncmem_sem *s);
-/* 0 or SYNCMEM_TIMED_OUT. */
+/* 0 or -ETIMEDOUT. */
 int syncmem_sem_timedwait(struct syncmem_region *r, struct syncmem_sem *s, int64_t timeout_ns);
 int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s);	/* 0 or -EAGAIN */
 /* cb(arg, 0) from the loop with a unit taken, or cb(arg, -ECANCELED). */
@@ -423,7 +427,7 @@ struct syncmem_rwlock {
 } __attribute__((aligned(64)));
 
 void syncmem_rwlock_init(struct syncmem_rwlock *rw);
-/* 0 or SYNCMEM_TIMED_OUT (timed), 0 or -EBUSY (try), -EDEADLK. */
+/* 0 or -ETIMEDOUT (timed), 0 or -EBUSY (try), -EDEADLK. */
 int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
 int syncmem_rwlock_rdlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
 				int64_t timeout_ns);
@@ -511,7 +515,7 @@ struct syncmem_keyed {
 size_t syncmem_keyed_footprint(uint32_t nentries);	/* 0 if impossible */
 int syncmem_keyed_init(void *mem, size_t len, uint32_t nentries, struct syncmem_keyed **out);
 int syncmem_keyed_attach(void *mem, size_t len, struct syncmem_keyed **out);
-/* 0 or SYNCMEM_TIMED_OUT; trylock: 0 or -EBUSY. */
+/* 0 or -ETIMEDOUT; trylock: 0 or -EBUSY. */
 int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 		       size_t len, int64_t timeout_ns);
 int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,

@@ -34,7 +34,7 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 			return ret > 0 ? 0 : ret;
 		if (!timeout_ns) {
 			a->ops->abandon(a);
-			return SYNCMEM_TIMED_OUT;
+			return -ETIMEDOUT;
 		}
 		ret = syncmem__wait_until(r, a->word, a->width, expected, deadline);
 		if (ret == SYNCMEM_WAIT_HANDED_OFF) {
@@ -45,7 +45,7 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 			ret = -EUCLEAN;
 		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
 			a->ops->abandon(a);
-			return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
+			return ret < 0 ? ret : -ETIMEDOUT;
 		}
 		/* Woken or not equal: look again. */
 	}

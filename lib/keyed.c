@@ -137,7 +137,7 @@ int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, con
 {
 	int ret = syncmem_keyed_lock(r, k, key, len, 0);
 
-	return ret == SYNCMEM_TIMED_OUT ? -EBUSY : ret;
+	return ret == -ETIMEDOUT ? -EBUSY : ret;
 }
 
 /* Release the held entry @e and drop our count; table lock held. */

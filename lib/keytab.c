@@ -252,7 +252,7 @@ int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
 		       KEYTAB_LOCK_MAX_NS : timeout_ns;
 	int ret = syncmem_lock_timed(r, &v->t->lock, wait);
 
-	return ret == SYNCMEM_TIMED_OUT && wait == KEYTAB_LOCK_MAX_NS ? -EUCLEAN : ret;
+	return ret == -ETIMEDOUT && wait == KEYTAB_LOCK_MAX_NS ? -EUCLEAN : ret;
 }
 
 void syncmem__keytab_unlock(struct syncmem_region *r, const struct keytab_view *v)

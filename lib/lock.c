@@ -215,7 +215,7 @@ static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint32_t 
 	stop_starving(l, &starving);
 	if (ret == 1)
 		return 0;
-	return ret == SYNCMEM_WAIT_TIMED_OUT ? SYNCMEM_TIMED_OUT : ret;
+	return ret == SYNCMEM_WAIT_TIMED_OUT ? -ETIMEDOUT : ret;
 }
 
 /* The CAS failed on @seen: ours already, give up, or wait. */
@@ -228,7 +228,7 @@ static __attribute__((noinline)) int lock_contended(struct syncmem_region *r,
 	if (holder(seen) == tid)
 		return -EDEADLK;
 	if (!timeout_ns)
-		return SYNCMEM_TIMED_OUT;
+		return -ETIMEDOUT;
 	return lock_slow(r, l, tid, timeout_ns);
 }
 
@@ -297,7 +297,7 @@ int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l)
 {
 	int ret = lock_fast(r, l, 0);
 
-	return ret == SYNCMEM_TIMED_OUT ? -EBUSY : ret;
+	return ret == -ETIMEDOUT ? -EBUSY : ret;
 }
 
 /* The CAS tid -> 0 failed on @seen: not ours, or somebody may wait. */

@@ -148,7 +148,7 @@ int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock 
 	if (ret == 1)
 		return 0;
 	writer_abandon(r, rw);
-	return ret < 0 ? ret : SYNCMEM_TIMED_OUT;
+	return ret < 0 ? ret : -ETIMEDOUT;
 }
 
 int syncmem_rwlock_wrlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
@@ -160,7 +160,7 @@ int syncmem_rwlock_trywrlock(struct syncmem_region *r, struct syncmem_rwlock *rw
 {
 	int ret = syncmem_rwlock_wrlock_timed(r, rw, 0);
 
-	return ret == SYNCMEM_TIMED_OUT ? -EBUSY : ret;
+	return ret == -ETIMEDOUT ? -EBUSY : ret;
 }
 
 int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw)

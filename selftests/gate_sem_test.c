@@ -47,14 +47,14 @@ TEST_F(gs, gate_passes_once_per_signal)
 
 	syncmem_gate_init(g, true);
 	EXPECT_EQ(0, syncmem_gate_wait(self->r, g, 0));
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_gate_wait(self->r, g, 0));	/* closed behind */
+	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(self->r, g, 0));	/* closed behind */
 	EXPECT_EQ(0, syncmem_gate_signal(self->r, g));			/* nobody: opens */
 	EXPECT_EQ(0, syncmem_gate_signal(self->r, g));			/* binary: stays open */
 	EXPECT_EQ(0, syncmem_gate_wait(self->r, g, 0));
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_gate_wait(self->r, g, 0));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(self->r, g, 0));
 	/* All-zero bytes are a closed gate. */
 	memset(g, 0, sizeof(*g));
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_gate_wait(self->r, g, 0));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(self->r, g, 0));
 }
 
 TEST_F(gs, gate_timed_wait_times_out_then_a_signal_opens_it)
@@ -63,7 +63,7 @@ TEST_F(gs, gate_timed_wait_times_out_then_a_signal_opens_it)
 	int64_t t0 = now_ns();
 
 	syncmem_gate_init(g, false);
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_gate_wait(self->r, g, 50000000));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(self->r, g, 50000000));
 	EXPECT_LE(50000000, now_ns() - t0);
 	EXPECT_EQ(0, region_waiters(self->r));
 	EXPECT_EQ(0, syncmem_gate_signal(self->r, g));	/* the waiter left: open */
@@ -221,10 +221,10 @@ TEST_F(gs, sem_counts)
 		EXPECT_EQ(0, syncmem_sem_trywait(self->r, s));
 	EXPECT_EQ(-EAGAIN, syncmem_sem_trywait(self->r, s));
 	t0 = now_ns();
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_sem_timedwait(self->r, s, 50000000));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_sem_timedwait(self->r, s, 50000000));
 	EXPECT_LE(50000000, now_ns() - t0);
 	EXPECT_EQ(0, s->word);		/* the timed-out waiter unregistered */
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_sem_timedwait(self->r, s, 0));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_sem_timedwait(self->r, s, 0));
 	EXPECT_EQ(0, syncmem_sem_post(self->r, s));
 	EXPECT_EQ(1, syncmem_sem_value(s));
 	EXPECT_EQ(0, syncmem_sem_wait(self->r, s));
@@ -273,7 +273,7 @@ static int sem_consumer(struct syncmem_region *r, struct gshared *sh, int async,
 		int ret = i % 3 ? syncmem_sem_wait(r, &sh->sem)
 				: syncmem_sem_timedwait(r, &sh->sem, 1000000);
 
-		if (ret == SYNCMEM_TIMED_OUT) {
+		if (ret == -ETIMEDOUT) {
 			i--;
 			continue;
 		}

@@ -157,7 +157,7 @@ TEST_F(keyed, different_keys_are_independent)
 	}
 	ASSERT_EQ(1, read(held[0], &c, 1));
 	EXPECT_EQ(-EBUSY, syncmem_keyed_trylock(self->r, self->k, "x", 1));
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_keyed_lock(self->r, self->k, "x", 1, 20000000));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_keyed_lock(self->r, self->k, "x", 1, 20000000));
 	EXPECT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "y", 1));
 	EXPECT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "xx", 2));
 	EXPECT_EQ(3, syncmem_keyed_in_use(self->k));

@@ -250,7 +250,7 @@ TEST_F(lock, timed_lock_and_trylock_on_a_held_lock)
 	ASSERT_EQ(1, read(held[0], &c, 1));
 	EXPECT_EQ(-EBUSY, syncmem_trylock(self->r, &self->sh->lock));
 	t0 = now_ns();
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_lock_timed(self->r, &self->sh->lock, 100000000));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_lock_timed(self->r, &self->sh->lock, 100000000));
 	took = now_ns() - t0;
 	EXPECT_LE(100000000, took);
 	/* Someone else holds it: not ours to unlock. */

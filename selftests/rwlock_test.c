@@ -290,7 +290,7 @@ TEST_F(rw, timeouts_and_errors)
 	ASSERT_EQ(0, syncmem_rwlock_rdlock(self->r, &self->sh->rw));
 	EXPECT_EQ(0, syncmem_rwlock_tryrdlock(self->r, &self->sh->rw));
 	EXPECT_EQ(-EBUSY, syncmem_rwlock_trywrlock(self->r, &self->sh->rw));
-	EXPECT_EQ(SYNCMEM_TIMED_OUT, syncmem_rwlock_wrlock_timed(self->r, &self->sh->rw, 30000000));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_rwlock_wrlock_timed(self->r, &self->sh->rw, 30000000));
 	EXPECT_EQ(2, self->sh->rw.readers);	/* the timed-out writer left no mark */
 	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &self->sh->rw));
 	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &self->sh->rw));

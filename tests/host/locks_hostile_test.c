@@ -175,7 +175,7 @@ static bool documented(int ret)
 {
 	switch (ret) {
 	case 0:
-	case SYNCMEM_TIMED_OUT:
+	case -ETIMEDOUT:
 	case -EBUSY:
 	case -EAGAIN:
 	case -EDEADLK:

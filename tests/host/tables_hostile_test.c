@@ -407,7 +407,7 @@ static bool keyed_documented(int ret)
 {
 	switch (ret) {
 	case 0:
-	case SYNCMEM_TIMED_OUT:
+	case -ETIMEDOUT:
 	case -EBUSY:
 	case -EPERM:
 	case -EDEADLK:

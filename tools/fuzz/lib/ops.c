@@ -228,7 +228,7 @@ static void lock_op(struct worker *w)
 	case 1:
 		doing(w, "syncmem_lock_timed");
 		ret = syncmem_lock_timed(region(w), l, TIMEOUT_NS);
-		judge(w, "syncmem_lock_timed", ret, true, 2, 0L, (long)SYNCMEM_TIMED_OUT);
+		judge(w, "syncmem_lock_timed", ret, true, 2, 0L, (long)-ETIMEDOUT);
 		break;
 	default:
 		doing(w, "syncmem_unlock (not held)");
@@ -259,7 +259,7 @@ static void gate_op(struct worker *w)
 	}
 	doing(w, "syncmem_gate_wait");
 	ret = syncmem_gate_wait(region(w), gate_at(w, i), TIMEOUT_NS);
-	judge(w, "syncmem_gate_wait", ret, true, 2, 0L, (long)SYNCMEM_TIMED_OUT);
+	judge(w, "syncmem_gate_wait", ret, true, 2, 0L, (long)-ETIMEDOUT);
 	if (!ret) {
 		held.gate[i] = true;
 		enter(w, &books->gate_holders[i], 1, "a gate");
@@ -286,7 +286,7 @@ static void sem_op(struct worker *w)
 	} else {
 		doing(w, "syncmem_sem_timedwait");
 		ret = syncmem_sem_timedwait(region(w), s, TIMEOUT_NS);
-		judge(w, "syncmem_sem_timedwait", ret, true, 2, 0L, (long)SYNCMEM_TIMED_OUT);
+		judge(w, "syncmem_sem_timedwait", ret, true, 2, 0L, (long)-ETIMEDOUT);
 	}
 	if (!ret) {
 		held.sem[i]++;
@@ -325,7 +325,7 @@ static void rwlock_op(struct worker *w)
 		doing(w, write ? "syncmem_rwlock_wrlock_timed" : "syncmem_rwlock_rdlock_timed");
 		ret = write ? syncmem_rwlock_wrlock_timed(region(w), rw, TIMEOUT_NS) :
 			      syncmem_rwlock_rdlock_timed(region(w), rw, TIMEOUT_NS);
-		judge(w, "syncmem_rwlock_*lock_timed", ret, true, 2, 0L, (long)SYNCMEM_TIMED_OUT);
+		judge(w, "syncmem_rwlock_*lock_timed", ret, true, 2, 0L, (long)-ETIMEDOUT);
 	}
 	if (ret)
 		return;
@@ -380,7 +380,7 @@ static void keyed_op(struct worker *w)
 			return;
 		doing(w, "syncmem_keyed_lock");
 		ret = syncmem_keyed_lock(region(w), w->a->keyed, key, len, TIMEOUT_NS);
-		judge(w, "syncmem_keyed_lock", ret, true, 3, 0L, (long)SYNCMEM_TIMED_OUT,
+		judge(w, "syncmem_keyed_lock", ret, true, 3, 0L, (long)-ETIMEDOUT,
 		      (long)-ENOSPC);
 		break;
 	default:
