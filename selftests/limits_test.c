@@ -94,8 +94,7 @@ static int child_fills(int uid, const char *prefix, const char *tag, uint64_t si
 	if (pid == 0) {
 		int created, err;
 
-		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-			    setresuid(uid, uid, uid)))
+		if (uid && become_user(uid))
 			_exit(2);
 		err = create_until_error(prefix, tag, size, &created);
 		_exit(err == want ? 100 + created : 1);
@@ -127,7 +126,7 @@ static int child_creates_one(int uid, const char *prefix, const char *tag)
 	if (pid == 0) {
 		int dev, err;
 
-		if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		if (become_user(uid))
 			_exit(2);
 		dev = dev_open();
 		err = create_one(dev, prefix, tag, PG);
@@ -335,8 +334,7 @@ TEST_F(limits, user_namespaces_share_their_owners_limit)
 	if (pid == 0) {
 		int created, err, ns;
 
-		if (setgroups(0, NULL) || setresgid(60009, 60009, 60009) ||
-		    setresuid(60009, 60009, 60009))
+		if (become_user(60009))
 			_exit(2);
 		err = create_until_error(self->prefix, "o", PG, &created);
 		if (err != -EDQUOT || created != 4)

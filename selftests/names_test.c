@@ -48,8 +48,7 @@ static int child_open(int uid, const char *name, uint32_t flags, uint64_t size,
 	if (pid == 0) {
 		int dev, fd;
 
-		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-			    setresuid(uid, uid, uid)))
+		if (uid && become_user(uid))
 			_exit(2);
 		umask(0);
 		dev = dev_open();

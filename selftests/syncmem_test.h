@@ -265,13 +265,21 @@ static inline int pin_to_cpu(int cpu)
 	return sched_setaffinity(0, sizeof(set), &set);
 }
 
-/* Drop to uid/gid 65534 (nobody) for the rest of this (child) process. */
-static inline int become_nobody(void)
+/*
+ * Drop to uid and gid @id, with no supplementary groups, for the rest of
+ * this (child) process: 0 or -errno.
+ */
+static inline int become_user(uid_t id)
 {
-	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-	    setresuid(65534, 65534, 65534))
+	if (setgroups(0, NULL) || setresgid(id, id, id) || setresuid(id, id, id))
 		return -errno;
 	return 0;
+}
+
+/* Drop to uid/gid 65534 (nobody). */
+static inline int become_nobody(void)
+{
+	return become_user(65534);
 }
 
 /*
