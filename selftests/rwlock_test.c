@@ -271,6 +271,14 @@ static void *tryrdlock_from_thread(void *arg)
 	return (void *)(intptr_t)syncmem_rwlock_tryrdlock(((void **)arg)[0], &sh->rw);
 }
 
+static void *rdlock_timed_from_thread(void *arg)
+{
+	struct rwshared *sh = ((void **)arg)[1];
+
+	return (void *)(intptr_t)syncmem_rwlock_rdlock_timed(((void **)arg)[0], &sh->rw,
+							      30000000);
+}
+
 static void note_result(void *arg, int result)
 {
 	*(int *)arg = result;
@@ -305,6 +313,9 @@ TEST_F(rw, timeouts_and_errors)
 	ASSERT_EQ(0, pthread_create(&t, NULL, tryrdlock_from_thread, args));
 	pthread_join(t, &ret);
 	EXPECT_EQ(-EBUSY, (int)(intptr_t)ret);
+	ASSERT_EQ(0, pthread_create(&t, NULL, rdlock_timed_from_thread, args));
+	pthread_join(t, &ret);
+	EXPECT_EQ(-ETIMEDOUT, (int)(intptr_t)ret);
 	/* An async reader queues behind the writer; freeing the loop cancels it. */
 	ASSERT_EQ(0, syncmem_loop_new(&loop));
 	ASSERT_EQ(0, syncmem_rwlock_rdlock_async(loop, self->r, &self->sh->rw, note_result,
