@@ -305,14 +305,23 @@ uint32_t syncmem_pool_free_count(const struct syncmem_pool *p);
 #define SYNCMEM_LOCK_BARGE_LIMIT 4
 
 /*
- * A mutex placed in shared memory: fixed layout, 64 bytes; all-zero bytes
- * are an unlocked lock in default mode.
+ * A mutex placed in shared memory: fixed layout, 64 bytes, placed at a
+ * multiple of 8 bytes in the region; all-zero bytes are an unlocked lock in
+ * default mode.
+ *
+ * Robust: the word names its holder by the owner id the kernel issued to
+ * the holding thread (or, for an async acquisition, to its process), and
+ * the kernel knows when that thread or process has died. The next acquirer
+ * then gets the lock with -EOWNERDEAD (it holds it, as pthread's robust
+ * mutexes do); waiters already queued are woken at once when a process
+ * dies. syncmem_lock_consistent() says the protected state was repaired;
+ * unlocking without it makes every later acquisition fail with
+ * -ENOTRECOVERABLE.
  */
 struct syncmem_lock {
-	uint32_t word;		/* 0 free, else the holder's thread id; bit 31:
-				 * maybe waited on (alone: being handed over) */
+	uint64_t word;		/* SYNCMEM_OWNER_* word: 0 free, else the holder's
+				 * owner id, the waiters and died bits */
 	uint32_t flags;		/* SYNCMEM_LOCK_FAIR */
-	uint32_t reserved0;
 	uint32_t starving;	/* waiters owed a hand-off (default mode) */
 	uint32_t reserved[12];
 } __attribute__((aligned(64)));
@@ -320,31 +329,52 @@ struct syncmem_lock {
 void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
 
 /*
- * Take the lock, blocking. 0, -ETIMEDOUT (lock_timed), -EDEADLK when
- * this thread already holds it, -EINVAL when @l is not inside @r, -EBADF
- * when @r is mapped read-only, -EUCLEAN when the lock holds a value this
- * library never writes or its word keeps changing under the call (another
- * process wrote it). Waiters (blocking and async) queue in one FIFO.
- * Uncontended: one CAS, no system call: one CAS each way (a thread's very
- * first lock caches its thread id with gettid()).
+ * Take the lock, blocking. 0; -EOWNERDEAD: the lock is now held by the
+ * caller, its previous holder died holding it (recover the state, then
+ * syncmem_lock_consistent()); -ENOTRECOVERABLE: a holder that got
+ * -EOWNERDEAD unlocked without making it consistent, it can never be taken
+ * again; -ETIMEDOUT (lock_timed); -EDEADLK when this thread already holds
+ * it; -EINVAL when @l is not inside @r (or not 8-byte aligned), -EBADF when
+ * @r is mapped read-only, -EUCLEAN when its flags hold a value this library
+ * never writes or its word keeps changing under the call (another process
+ * wrote it). Waiters (blocking and async) queue in one FIFO. Uncontended:
+ * one CAS each way, no system call (a thread's very first lock fetches its
+ * owner id from the kernel).
  */
 int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l);
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns);
-int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l);	/* 0 or -EBUSY */
+/* 0, -EOWNERDEAD (held), -EBUSY, -ENOTRECOVERABLE, -EDEADLK, ... */
+int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l);
 
-/* -EPERM when not locked, or locked by another thread; -EBADF, -EUCLEAN. */
+/*
+ * -EPERM when not locked, or locked by another thread (a lock taken
+ * asynchronously belongs to the process: any of its threads may unlock it);
+ * -EBADF, -EUCLEAN.
+ */
 int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l);
 
 /*
+ * After -EOWNERDEAD: the state the lock protects is consistent again, the
+ * lock goes on as normal. 0, or -EINVAL when the caller does not hold @l
+ * after a takeover.
+ */
+int syncmem_lock_consistent(struct syncmem_region *r, struct syncmem_lock *l);
+
+/*
  * Take the lock asynchronously: returns 0 at once, and cb(arg, 0) runs from
- * the loop with the lock held (the callee must unlock), or cb(arg, -ECANCELED)
- * if the loop is freed first, or cb(arg, -EUCLEAN). Never inside this call.
- * -EINVAL, -EBADF before anything is queued.
+ * the loop with the lock held (the callee must unlock, from any thread of
+ * the process), cb(arg, -EOWNERDEAD) likewise held after a dead holder,
+ * or cb(arg, -ECANCELED) if the loop is freed first, or cb(arg, -errno).
+ * Never inside this call. -EINVAL, -EBADF before anything is queued.
  */
 int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
 
-/* The seed's executeLocked: acquire asynchronously, run fn(arg), release. */
+/*
+ * The seed's executeLocked: acquire asynchronously, run fn(arg), release.
+ * After a dead holder fn runs all the same; unless it calls
+ * syncmem_lock_consistent() the lock is not recoverable afterwards.
+ */
 int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_lock *l, void (*fn)(void *arg), void *arg);
 

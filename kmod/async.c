@@ -389,12 +389,20 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 	struct syncmem_async *a;
 	struct syncmem_wait w;
 	bool rdonly = false;
+	u64 owner = 0;
 	long ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags || arg.pad)
+	if ((arg.flags & ~SYNCMEM_WAIT_ASYNC_FLAGS) || arg.pad)
 		return -EINVAL;
+	if (arg.flags & SYNCMEM_WAIT_ASYNC_OWNER) {
+		if (arg.size != 8)
+			return -EINVAL;
+		owner = syncmem_owner_current_process();
+		if (!owner)
+			return -EINVAL;
+	}
 	r = syncmem_region_get_fd(arg.region_fd, false, &rdonly);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
@@ -415,6 +423,8 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		return PTR_ERR(a);
 	}
 	a->w.observer = rdonly;
+	/* A read-only open confers no ownership: such a waiter observes. */
+	a->w.owner = rdonly ? 0 : owner;
 	ret = syncmem_wait_enqueue(r, &w, &a->w, syncmem_async_admit);
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		syncmem_async_put(a);	/* never pending: no completion comes */

@@ -71,7 +71,7 @@ static long syncmem_ioctl_version(void __user *uarg)
 		.features	 = SYNCMEM_FEAT_REGIONS | SYNCMEM_FEAT_WAIT |
 				   SYNCMEM_FEAT_ASYNC | SYNCMEM_FEAT_HANDOFF_ADD |
 				   SYNCMEM_FEAT_ON_CLOSE | SYNCMEM_FEAT_LIMITS |
-				   SYNCMEM_FEAT_REGION_LIST,
+				   SYNCMEM_FEAT_REGION_LIST | SYNCMEM_FEAT_OWNERS,
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = min_t(unsigned long, syncmem_max_regions_now(), U32_MAX),
 		.max_total_bytes = syncmem_max_total_bytes_now(),
@@ -203,6 +203,8 @@ static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 		return syncmem_ioctl_stats(uarg);
 	case SYNCMEM_IOC_REGION_LIST:
 		return syncmem_ioctl_region_list(uarg);
+	case SYNCMEM_IOC_OWNER:
+		return syncmem_ioctl_owner(uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}
@@ -242,9 +244,12 @@ static int __init syncmem_init(void)
 	err = syncmem_wait_init();
 	if (err)
 		goto out_fs;
-	err = syncmem_async_init();
+	err = syncmem_owner_init();
 	if (err)
 		goto out_wait;
+	err = syncmem_async_init();
+	if (err)
+		goto out_owner;
 	err = misc_register(&syncmem_miscdev);
 	if (err)
 		goto out_async;
@@ -252,6 +257,8 @@ static int __init syncmem_init(void)
 
 out_async:
 	syncmem_async_exit();
+out_owner:
+	syncmem_owner_exit();
 out_wait:
 	syncmem_wait_exit();
 out_fs:
@@ -268,6 +275,7 @@ static void __exit syncmem_exit(void)
 	misc_deregister(&syncmem_miscdev);
 	/* Async waits hold regions: let them go first. */
 	syncmem_async_exit();
+	syncmem_owner_exit();
 	syncmem_ns_exit();
 	syncmem_wait_exit();
 	syncmem_fs_exit();

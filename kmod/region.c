@@ -283,6 +283,14 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 		if (!writable)
 			return -EBADF;
 		return syncmem_ioctl_handoff(r, uarg);
+	case SYNCMEM_IOC_LOCK_WAIT:
+		return syncmem_ioctl_lock_wait(r, !writable, uarg);
+	case SYNCMEM_IOC_UNLOCK:
+		if (!writable)
+			return -EBADF;
+		return syncmem_ioctl_unlock(r, uarg);
+	case SYNCMEM_IOC_OWNER:
+		return syncmem_ioctl_owner(uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}

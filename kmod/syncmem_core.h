@@ -31,6 +31,7 @@ enum syncmem_waiter_state {
 	SYNCMEM_W_HANDED_OFF,
 	SYNCMEM_W_TIMED_OUT,
 	SYNCMEM_W_CANCELLED,
+	SYNCMEM_W_OWNER_DIED,	/* owner word: took it over from a dead owner */
 };
 
 /*
@@ -47,6 +48,7 @@ struct syncmem_waiter {
 	bool async;
 	bool observer;			/* read-only region fd: never handed off */
 	const bool *gone;		/* async: its handle is closing */
+	u64 owner;			/* owner waits: the id it waits as, else 0 */
 };
 
 /* Charged usage of a user or an IPC namespace (limits.c). */
@@ -231,6 +233,18 @@ long syncmem_ioctl_wait(struct syncmem_region *r, bool observer,
 			void __user *uarg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
+long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
+			     void __user *uarg);
+long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg);
+void syncmem_owner_words_scan(void);
+
+/* owner.c */
+int syncmem_owner_init(void);
+void syncmem_owner_exit(void);
+bool syncmem_owner_alive(u64 id);
+bool syncmem_owner_is_current(u64 id);
+u64 syncmem_owner_current_process(void);
+long syncmem_ioctl_owner(void __user *uarg);
 
 /* async.c */
 int syncmem_async_init(void);

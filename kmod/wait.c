@@ -59,7 +59,18 @@ struct syncmem_queue {
 	struct list_head waiters;	/* writable fds' waiters, oldest first */
 	struct list_head observers;	/* read-only fds' waiters, oldest first */
 	bool idle;			/* empty but kept in the bucket */
+	bool owner_word;		/* in syncmem_owner_queues */
+	struct list_head owner_node;	/* there, while it has waiters */
+	struct syncmem_region *region;	/* set with owner_word */
 };
+
+/*
+ * Queues of owner words that have (or are getting) waiters: what a death
+ * makes syncmem_owner_words_scan() look at. Taken inside bucket locks.
+ */
+static DEFINE_SPINLOCK(syncmem_owner_queues_lock);
+static LIST_HEAD(syncmem_owner_queues);
+static unsigned long syncmem_nr_owner_queues;
 
 /* A blocked WAIT; lives on the waiting task's stack. */
 struct syncmem_sync_waiter {
@@ -174,7 +185,16 @@ static struct syncmem_queue *syncmem_queue_find(struct syncmem_bucket *b,
 static struct syncmem_queue *syncmem_queue_settle(struct syncmem_region *r,
 						  struct syncmem_queue *q)
 {
-	if (!q || q->idle || !list_empty(&q->waiters) || !list_empty(&q->observers))
+	if (!q || !list_empty(&q->waiters) || !list_empty(&q->observers))
+		return NULL;
+	if (q->owner_word) {
+		spin_lock(&syncmem_owner_queues_lock);
+		list_del(&q->owner_node);
+		syncmem_nr_owner_queues--;
+		spin_unlock(&syncmem_owner_queues_lock);
+		q->owner_word = false;
+	}
+	if (q->idle)
 		return NULL;
 	if (atomic_inc_return(&r->nr_idle_queues) <= SYNCMEM_IDLE_QUEUES) {
 		q->idle = true;
@@ -197,6 +217,19 @@ static void syncmem_waiter_unlink(struct syncmem_region *r,
 	list_del(&w->node);
 	atomic_dec(&r->nr_waiters);
 	atomic_long_dec(&r->ns->usage.waiters);
+}
+
+/* The WAIT result of a waiter claimed by a waker. */
+static int syncmem_wait_result(int state)
+{
+	switch (state) {
+	case SYNCMEM_W_HANDED_OFF:
+		return SYNCMEM_WAIT_HANDED_OFF;
+	case SYNCMEM_W_OWNER_DIED:
+		return SYNCMEM_WAIT_OWNER_DIED;
+	default:
+		return SYNCMEM_WAIT_WOKEN;
+	}
 }
 
 /* What one hold of a bucket lock claimed, to be woken once it is dropped. */
@@ -245,9 +278,7 @@ static void syncmem_wake_flush(struct syncmem_wake *wk)
 	wk->nr = 0;
 	list_for_each_entry_safe(w, tmp, &wk->async, node) {
 		list_del(&w->node);
-		syncmem_async_complete_waiter(w, w->state == SYNCMEM_W_HANDED_OFF ?
-					      SYNCMEM_WAIT_HANDED_OFF :
-					      SYNCMEM_WAIT_WOKEN);
+		syncmem_async_complete_waiter(w, syncmem_wait_result(w->state));
 	}
 }
 
@@ -273,7 +304,10 @@ struct syncmem_wake_op {
  */
 static bool syncmem_waiter_gone(const struct syncmem_waiter *w)
 {
-	return w->gone && READ_ONCE(*w->gone);
+	if (w->gone && READ_ONCE(*w->gone))
+		return true;
+	/* An owner waiter whose owner died: its process is gone or going. */
+	return w->owner && !syncmem_owner_alive(w->owner);
 }
 
 /* Under b->lock: the oldest writable waiter of @q that can take a hand-off. */
@@ -500,9 +534,9 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 
 	switch (state) {
 	case SYNCMEM_W_WOKEN:
-		return SYNCMEM_WAIT_WOKEN;
 	case SYNCMEM_W_HANDED_OFF:
-		return SYNCMEM_WAIT_HANDED_OFF;
+	case SYNCMEM_W_OWNER_DIED:
+		return syncmem_wait_result(state);
 	default:
 		/*
 		 * Cancelled by us. A signal: let its handler run, then the
@@ -511,6 +545,140 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 		 */
 		return expired ? SYNCMEM_WAIT_TIMED_OUT : -ERESTARTNOINTR;
 	}
+}
+
+/* Under b->lock: is a writable waiter that can take a hand-off queued after @w? */
+static bool syncmem_live_after(struct syncmem_queue *q, struct syncmem_waiter *w)
+{
+	list_for_each_entry_continue(w, &q->waiters, node)
+		if (!syncmem_waiter_gone(w))
+			return true;
+	return false;
+}
+
+/*
+ * Under b->lock: list @q among the owner words with waiters. Done before an
+ * owner waiter looks at the owner, so that a death either is seen by that
+ * look or scans this queue after it (the scan lists queues under the same
+ * spinlock after the owner's id is gone).
+ */
+static void syncmem_owner_queue_mark(struct syncmem_region *r,
+				     struct syncmem_queue *q)
+{
+	if (q->owner_word)
+		return;
+	q->owner_word = true;
+	q->region = r;
+	spin_lock(&syncmem_owner_queues_lock);
+	list_add_tail(&q->owner_node, &syncmem_owner_queues);
+	syncmem_nr_owner_queues++;
+	spin_unlock(&syncmem_owner_queues_lock);
+}
+
+/*
+ * Under b->lock: an owner word with waiters whose owner is dead, or that is
+ * free (a wake-up may have died with the waiter it woke), goes to its
+ * oldest live waiter: an owner waiter is handed the word (with
+ * SYNCMEM_OWNER_DIED after a dead owner), any other waiter is woken to look
+ * again. True if a waiter was claimed into @wk.
+ */
+static bool syncmem_owner_word_resolve(struct syncmem_region *r,
+				       struct syncmem_queue *q,
+				       struct syncmem_wake *wk)
+{
+	u64 v = syncmem_word_read(r, q->offset, 8);
+	u64 id = v & SYNCMEM_OWNER_ID, nv;
+	struct syncmem_waiter *w;
+	int state = SYNCMEM_W_HANDED_OFF;
+
+	if (id == SYNCMEM_OWNER_NOTRECOVERABLE || (id && syncmem_owner_alive(id)))
+		return false;
+	w = syncmem_first_live(q);
+	if (!w)
+		return false;
+	if (w->owner) {
+		nv = w->owner | (syncmem_live_after(q, w) ? SYNCMEM_OWNER_WAITERS : 0);
+		if (id) {
+			nv |= SYNCMEM_OWNER_DIED;
+			state = SYNCMEM_W_OWNER_DIED;
+		}
+		if (!syncmem_word_cmpxchg(r, q->offset, 8, v, nv))
+			return false;	/* changed meanwhile: its writer acts */
+	} else {
+		state = SYNCMEM_W_WOKEN;
+	}
+	syncmem_wake_claim(r, w, state, wk);
+	return true;
+}
+
+/**
+ * syncmem_owner_words_scan - after a death, look at every owner word waited on
+ *
+ * Each owner word with waiters whose owner has died (or that is free) goes
+ * to its oldest waiter. Runs in process context (the reaper's work).
+ */
+void syncmem_owner_words_scan(void)
+{
+	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
+	struct { struct syncmem_region *r; u64 offset; } *v;
+	struct syncmem_queue *q, *dead;
+	unsigned long n, i = 0;
+
+	n = READ_ONCE(syncmem_nr_owner_queues) + 16;
+	v = kvmalloc_array(n, sizeof(*v), GFP_KERNEL);
+	if (!v)
+		return;
+	spin_lock(&syncmem_owner_queues_lock);
+	list_for_each_entry(q, &syncmem_owner_queues, owner_node) {
+		if (i == n)
+			break;
+		/* A listed queue has waiters, and they hold its region. */
+		if (!kref_get_unless_zero(&q->region->ref))
+			continue;
+		v[i].r = q->region;
+		v[i++].offset = q->offset;
+	}
+	spin_unlock(&syncmem_owner_queues_lock);
+	n = i;
+	for (i = 0; i < n; i++) {
+		struct syncmem_bucket *b = syncmem_bucket_of(v[i].r, v[i].offset);
+
+		spin_lock(&b->lock);
+		q = syncmem_queue_find(b, v[i].offset);
+		dead = NULL;
+		if (q && q->owner_word) {
+			syncmem_owner_word_resolve(v[i].r, q, &wk);
+			dead = syncmem_queue_settle(v[i].r, q);
+		}
+		spin_unlock(&b->lock);
+		syncmem_wake_flush(&wk);
+		syncmem_queue_free(dead);
+		syncmem_region_put(v[i].r);
+		cond_resched();
+	}
+	kvfree(v);
+}
+
+/*
+ * Under b->lock, @q listed: the owner named by the word an owner waiter
+ * expects is dead. Its oldest waiter takes the word over, or else the
+ * caller does. SYNCMEM_WAIT_OWNER_DIED (the caller owns it) or
+ * SYNCMEM_WAIT_NOT_EQUAL (look again).
+ */
+static long syncmem_owner_take_over(struct syncmem_region *r,
+				    struct syncmem_queue *q, u64 expected,
+				    struct syncmem_waiter *w,
+				    struct syncmem_wake *wk)
+{
+	u64 nv;
+
+	if (syncmem_owner_word_resolve(r, q, wk))
+		return SYNCMEM_WAIT_NOT_EQUAL;
+	nv = w->owner | SYNCMEM_OWNER_DIED |
+	     (syncmem_first_live(q) ? SYNCMEM_OWNER_WAITERS : 0);
+	if (!syncmem_word_cmpxchg(r, q->offset, 8, expected, nv))
+		return SYNCMEM_WAIT_NOT_EQUAL;
+	return SYNCMEM_WAIT_OWNER_DIED;
 }
 
 /* Under b->lock: link @w into @q as the bucket's newest arrival. */
@@ -547,14 +715,34 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 			  int (*admit)(struct syncmem_waiter *w))
 {
 	struct syncmem_bucket *b = syncmem_bucket_of(r, arg->offset);
+	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
 	struct syncmem_queue *q, *spare = NULL, *dead = NULL;
+	u64 id = arg->expected & SYNCMEM_OWNER_ID;
 	long ret;
 
+	if (w->owner && !id)
+		return SYNCMEM_WAIT_NOT_EQUAL;		/* free: take it */
+	if (w->owner && id == SYNCMEM_OWNER_NOTRECOVERABLE)
+		return -ENOTRECOVERABLE;
 	for (;;) {
 		spin_lock(&b->lock);
 		/* Pairs with the store a notifier makes before taking the lock. */
 		if (syncmem_word_read(r, arg->offset, arg->size) != arg->expected) {
 			ret = SYNCMEM_WAIT_NOT_EQUAL;
+			goto unlock;
+		}
+		/* A dead owner's word is taken over, even by a try (deadline 0). */
+		if (w->owner && !syncmem_owner_alive(id)) {
+			q = syncmem_queue_find(b, arg->offset);
+			if (q) {
+				syncmem_owner_queue_mark(r, q);
+				ret = syncmem_owner_take_over(r, q, arg->expected, w, &wk);
+				dead = syncmem_queue_settle(r, q);
+			} else {
+				ret = syncmem_word_cmpxchg(r, arg->offset, 8, arg->expected,
+							   w->owner | SYNCMEM_OWNER_DIED) ?
+				      SYNCMEM_WAIT_OWNER_DIED : SYNCMEM_WAIT_NOT_EQUAL;
+			}
 			goto unlock;
 		}
 		if (arg->deadline_ns != SYNCMEM_NO_DEADLINE &&
@@ -572,11 +760,21 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 			return -ENOMEM;
 		spare->offset = arg->offset;
 		spare->idle = false;
+		spare->owner_word = false;
 	}
 	if (!q) {
 		q = spare;
 		spare = NULL;
 		hlist_add_head(&q->node, &b->queues);
+	}
+	if (w->owner) {
+		/* Listed first, then looked at again: see syncmem_owner_queue_mark(). */
+		syncmem_owner_queue_mark(r, q);
+		if (!syncmem_owner_alive(id)) {
+			ret = syncmem_owner_take_over(r, q, arg->expected, w, &wk);
+			dead = syncmem_queue_settle(r, q);
+			goto unlock;
+		}
 	}
 	syncmem_waiter_link(r, b, q, w);
 	ret = admit ? admit(w) : 0;
@@ -588,16 +786,18 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 	}
 unlock:
 	spin_unlock(&b->lock);
+	syncmem_wake_flush(&wk);
 	syncmem_queue_free(dead);
 	syncmem_queue_free(spare);
 	return ret;
 }
 
-static long syncmem_wait(struct syncmem_region *r, bool observer,
+static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
 			 const struct syncmem_wait *arg)
 {
 	struct syncmem_sync_waiter sw = {
 		.w.observer = observer,
+		.w.owner = owner,
 		.task = current,
 	};
 	long ret;
@@ -701,7 +901,7 @@ long syncmem_ioctl_wait(struct syncmem_region *r, bool observer,
 	err = syncmem_wait_check(r, &arg);
 	if (err)
 		return err;
-	return syncmem_wait(r, observer, &arg);
+	return syncmem_wait(r, observer, 0, &arg);
 }
 
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg)
@@ -732,4 +932,91 @@ long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)
 	if (err)
 		return err;
 	return syncmem_handoff(r, &arg);
+}
+
+long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
+			     void __user *uarg)
+{
+	struct syncmem_lock_wait arg;
+	struct syncmem_wait w;
+	int err;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.pad)
+		return -EINVAL;
+	w = (struct syncmem_wait){
+		.offset = arg.offset,
+		.expected = arg.expected,
+		.deadline_ns = arg.deadline_ns,
+		.size = 8,
+	};
+	err = syncmem_wait_check(r, &w);
+	if (err)
+		return err;
+	/* A read-only open confers no ownership: such a waiter observes. */
+	if (observer)
+		return syncmem_wait(r, true, 0, &w);
+	if (!arg.owner || !syncmem_owner_is_current(arg.owner))
+		return -EINVAL;
+	return syncmem_wait(r, false, arg.owner, &w);
+}
+
+/*
+ * Under the lock, before anything is claimed: the holder releases the word.
+ * Hand it to the oldest owner waiter, or free it and wake the oldest waiter,
+ * or free it for good when nobody waits.
+ */
+static long syncmem_unlock_decide(struct syncmem_region *r,
+				  struct syncmem_queue *q,
+				  struct syncmem_wake_op *op)
+{
+	const struct syncmem_unlock *arg = op->arg;
+	struct syncmem_waiter *w = q ? syncmem_first_live(q) : NULL;
+	u64 v = syncmem_word_read(r, arg->offset, 8), nv;
+	long ret;
+
+	if ((v | SYNCMEM_OWNER_WAITERS) != (arg->expected | SYNCMEM_OWNER_WAITERS))
+		return -EAGAIN;
+	if (!w) {
+		nv = 0;
+		ret = SYNCMEM_UNLOCK_FREED;
+	} else if ((arg->flags & SYNCMEM_UNLOCK_HANDOFF) && w->owner) {
+		nv = w->owner |
+		     (syncmem_live_after(q, w) ? SYNCMEM_OWNER_WAITERS : 0);
+		ret = SYNCMEM_UNLOCK_HANDED;
+		op->state = SYNCMEM_W_HANDED_OFF;
+	} else {
+		nv = SYNCMEM_OWNER_WAITERS;
+		ret = SYNCMEM_UNLOCK_WOKE;
+	}
+	/* A waiter may set the waiters bit meanwhile: the caller retries. */
+	if (!syncmem_word_cmpxchg(r, arg->offset, 8, v, nv))
+		return -EAGAIN;
+	if (w)
+		op->want = 1;
+	else
+		op->observers = true;	/* the word changed */
+	return ret;
+}
+
+long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg)
+{
+	struct syncmem_unlock arg;
+	struct syncmem_wake_op op = {
+		.state = SYNCMEM_W_WOKEN,
+		.decide = syncmem_unlock_decide,
+		.arg = &arg,
+	};
+	int err;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if ((arg.flags & ~SYNCMEM_UNLOCK_FLAGS) || arg.pad)
+		return -EINVAL;
+	err = syncmem_word_check(r, arg.offset, 8, 0);
+	if (err)
+		return err;
+	op.offset = arg.offset;
+	return syncmem_wake_word(r, &op);
 }

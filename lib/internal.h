@@ -16,7 +16,7 @@ struct syncmem_region {
 	int fd;			/* region fd, owned */
 	void *base;		/* its MAP_SHARED mapping */
 	size_t size;		/* region size in bytes */
-	size_t lock_words;	/* offsets / 4 below this hold a whole struct syncmem_lock;
+	size_t lock_words;	/* offsets / 8 below this hold a whole struct syncmem_lock;
 				 * 0 when read-only (no lock may be written) */
 	bool rdonly;
 };
@@ -119,6 +119,23 @@ int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
 			bool raw, uint64_t *id_out);
 
+/*
+ * The same as an owner wait (SYNCMEM_WAIT_ASYNC_OWNER) on the 8-byte owner
+ * word @addr, on behalf of this process's owner id; raw results, which may
+ * also be SYNCMEM_WAIT_OWNER_DIED.
+ */
+int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			     const uint64_t *addr, uint64_t expected, syncmem_wait_cb cb,
+			     void *arg);
+
+/* One LOCK_WAIT ioctl as @owner: SYNCMEM_WAIT_* (OWNER_DIED included) or -errno. */
+int syncmem__lock_wait(struct syncmem_region *r, const uint64_t *addr, uint64_t expected,
+		       uint64_t owner, uint64_t deadline_ns);
+
+/* One UNLOCK ioctl: SYNCMEM_UNLOCK_* or -errno. */
+int syncmem__unlock_word(struct syncmem_region *r, uint64_t *addr, uint64_t expected,
+			 uint32_t flags);
+
 /* One HANDOFF ioctl (SYNCMEM_HANDOFF_* @flags): SYNCMEM_HANDOFF_* or -errno. */
 int syncmem__handoff(struct syncmem_region *r, void *addr, uint32_t width,
 		     uint64_t value, uint32_t flags);
@@ -146,5 +163,17 @@ static inline uint32_t syncmem__tid(void)
 
 	return __builtin_expect(tid != 0, 1) ? tid : syncmem__tid_slow();
 }
+
+/*
+ * This thread's owner id (SYNCMEM_IOC_OWNER), cached: 0 until the first
+ * lock call fetches it through @fd (a region fd); reset in a forked child.
+ */
+extern __thread uint64_t syncmem__cached_owner __attribute__((tls_model("initial-exec")));
+/* The id, or -errno. */
+int64_t syncmem__owner_slow(int fd);
+/* This process's owner id (async acquisitions), or -errno. */
+int64_t syncmem__process_owner(int fd);
+/* This process's owner id if it has fetched one, else 0. */
+uint64_t syncmem__process_owner_cached(void);
 
 #endif /* SYNCMEM_INTERNAL_H */

@@ -252,6 +252,14 @@ int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
 		       KEYTAB_LOCK_MAX_NS : timeout_ns;
 	int ret = syncmem_lock_timed(r, &v->t->lock, wait);
 
+	/*
+	 * Its holder died: the table is only ever changed by a few stores
+	 * that every reader bounds and checks (a half-done change is at
+	 * worst an entry unreachable until its key is used again), so it is
+	 * usable as it is.
+	 */
+	if (ret == -EOWNERDEAD)
+		ret = syncmem_lock_consistent(r, &v->t->lock);
 	return ret == -ETIMEDOUT && wait == KEYTAB_LOCK_MAX_NS ? -EUCLEAN : ret;
 }
 

@@ -5,30 +5,40 @@
  * syncmem_execute_locked), with both kinds of lockers in the kernel's single
  * FIFO queue for the lock word.
  *
- * The word is 0 when free, else the holder's thread id, with bit 31 set
- * once somebody may be waiting (the three states: free, locked, locked and
- * maybe waited on). Taking a free lock is one CAS 0 -> tid and releasing an
- * unwaited one one CAS tid -> 0: no system call, and the same CAS checks
- * that the caller is the holder (-EPERM otherwise). A contender sets bit 31
- * and sleeps on the word; an unlock that finds it set goes to the kernel.
+ * The word is an owner word (<linux/syncmem.h>): 0 when free, else the
+ * holder's owner id, with SYNCMEM_OWNER_WAITERS once somebody may be
+ * waiting and SYNCMEM_OWNER_DIED while a holder that took it over from a
+ * dead one has not called syncmem_lock_consistent(). The id is issued by
+ * the kernel, once per thread (cached in TLS), so taking a free lock is one
+ * CAS 0 -> id and releasing an unwaited one one CAS id -> 0: no system
+ * call, and the same CAS checks that the caller is the holder. A contender
+ * sets the waiters bit and sleeps with LOCK_WAIT, which names the owner: if
+ * the owner is dead the kernel gives the word to the oldest waiter (or the
+ * caller) with the died bit, and when a process dies the kernel does so at
+ * once for every word its threads held with waiters queued. An unlock that
+ * finds the waiters bit goes to the kernel's UNLOCK.
  *
- * Default mode: unlock stores 0 and wakes the oldest waiter, so a newcomer
- * may take the lock first (barging, good for throughput). A waiter that has
- * been woken SYNCMEM_LOCK_BARGE_LIMIT times without getting the lock
- * declares itself starving (l->starving); while any waiter starves, unlock
- * hands the lock directly to the oldest waiter (the kernel's hand-off), so
- * it never becomes free and nobody can barge. The starving waiter then gets
- * the lock after at most the waiters queued ahead of it: the bound.
+ * Default mode: UNLOCK frees the word (keeping the waiters bit while any
+ * remain) and wakes the oldest waiter, so a newcomer may take the lock first
+ * (barging, good for throughput). A waiter that has been woken
+ * SYNCMEM_LOCK_BARGE_LIMIT times without getting the lock declares itself
+ * starving (l->starving); while any waiter starves, UNLOCK hands the lock
+ * directly to the oldest waiter: the kernel writes that waiter's id into the
+ * word, so it never becomes free, nobody can barge, and a receiver that dies
+ * before it runs is a dead holder like any other. A count left by a
+ * starving waiter that died is forgotten when an unlock finds nobody
+ * waiting; a live starving waiter declares itself again when woken.
  *
- * SYNCMEM_LOCK_FAIR: unlock always hands off to the oldest waiter. During a
- * hand-off the word holds bit 31 alone (held, holder being switched) until
- * the receiver writes its id.
+ * SYNCMEM_LOCK_FAIR: unlock always hands off to the oldest waiter.
  *
- * Hostile peers: bit 30 is never set by this library (thread ids fit in 30
- * bits) and flags only ever hold SYNCMEM_LOCK_FAIR; the slow paths answer
- * -EUCLEAN when they meet anything else, and their CAS and wait loops give
- * up with -EUCLEAN after SYNCMEM__RETRY_MAX failures. The fast paths are
- * untouched: an impossible word fails their CAS like any held lock does.
+ * Async acquisitions hold the lock as the process (the kernel's process
+ * owner id), so any thread of the process may unlock it and the lock is
+ * recovered when the process dies.
+ *
+ * Hostile peers: flags only ever hold SYNCMEM_LOCK_FAIR (-EUCLEAN
+ * otherwise); any word value is some owner id, live or dead, so a scribbled
+ * word is at worst a dead holder. CAS and wait loops give up with -EUCLEAN
+ * after SYNCMEM__RETRY_MAX failures.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,10 +49,10 @@
 
 #include "internal.h"
 
-#define LOCK_FREE	0u
-#define LOCK_WAITERS	0x80000000u	/* somebody may sleep on the word */
-#define LOCK_HOLDER	0x3fffffffu	/* the holder's thread id */
-#define LOCK_CORRUPT	0x40000000u	/* never set by this library */
+#define LOCK_FREE	0ull
+#define LOCK_WAITERS	SYNCMEM_OWNER_WAITERS
+#define LOCK_DIED	SYNCMEM_OWNER_DIED
+#define LOCK_ID		SYNCMEM_OWNER_ID
 
 /* Polls of the word before a contended locker goes to sleep. */
 #define LOCK_SPIN	100
@@ -59,21 +69,21 @@ static inline void cpu_relax(void)
 }
 
 /*
- * The whole lock inside the region's mapping, its word 4-byte aligned: one
- * compare, as rotating the offset's two low bits to the top makes a
+ * The whole lock inside the region's mapping, its word 8-byte aligned: one
+ * compare, as rotating the offset's three low bits to the top makes a
  * misaligned offset (or one below the base) larger than any limit.
  */
 static inline bool lock_valid(const struct syncmem_region *r, const struct syncmem_lock *l)
 {
 	uintptr_t off = (uintptr_t)l - (uintptr_t)r->base;
 
-	off = (off >> 2) | (off << (sizeof(off) * 8 - 2));
+	off = (off >> 3) | (off << (sizeof(off) * 8 - 3));
 	return off < r->lock_words;
 }
 
-static inline uint32_t holder(uint32_t word)
+static inline uint64_t holder(uint64_t word)
 {
-	return word & LOCK_HOLDER;
+	return word & LOCK_ID;
 }
 
 void syncmem_lock_init(struct syncmem_lock *l, unsigned flags)
@@ -92,37 +102,32 @@ static int hands_off(const struct syncmem_lock *l)
 	return (flags & SYNCMEM_LOCK_FAIR) || __atomic_load_n(&l->starving, __ATOMIC_RELAXED);
 }
 
-/*
- * The lock is ours (a hand-off, or taken for an async locker by another
- * thread): write our id, keeping bit 31. Only bit 31 can change meanwhile.
- * Acquire: pairs with the release the previous holder made on the word
- * before handing off, so its critical section happens before ours.
- * 0, or -EUCLEAN when the word is impossible or keeps changing.
- */
-static int set_holder(struct syncmem_lock *l, uint32_t tid)
-{
-	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED), failed = 0;
-
-	do {
-		if ((v & LOCK_CORRUPT) || syncmem__too_many(&failed))
-			return -EUCLEAN;
-	} while (!__atomic_compare_exchange_n(&l->word, &v, (v & LOCK_WAITERS) | tid, false,
-					      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
-	return 0;
-}
-
 static void stop_starving(struct syncmem_lock *l, bool *starving)
 {
-	if (*starving) {
-		__atomic_fetch_sub(&l->starving, 1, __ATOMIC_RELAXED);
-		*starving = false;
-	}
+	uint32_t v;
+
+	if (!*starving)
+		return;
+	*starving = false;
+	/* Saturating: an unlock may have forgotten the count meanwhile. */
+	v = __atomic_load_n(&l->starving, __ATOMIC_RELAXED);
+	while (v && !__atomic_compare_exchange_n(&l->starving, &v, v - 1, true,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 
 /* A waiter woken without getting the lock: maybe it is starving now. */
 static void count_wakeup(struct syncmem_lock *l, int *wakeups, bool *starving)
 {
-	if (*starving || ++*wakeups < SYNCMEM_LOCK_BARGE_LIMIT)
+	if (*starving) {
+		uint32_t zero = 0;
+
+		/* Forgotten by an unlock that found nobody waiting: say it again. */
+		__atomic_compare_exchange_n(&l->starving, &zero, 1, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+		return;
+	}
+	if (++*wakeups < SYNCMEM_LOCK_BARGE_LIMIT)
 		return;
 	*starving = true;
 	__atomic_fetch_add(&l->starving, 1, __ATOMIC_RELAXED);
@@ -134,13 +139,13 @@ static void count_wakeup(struct syncmem_lock *l, int *wakeups, bool *starving)
  * Only while nobody sleeps on it: with waiters queued, spinning would just
  * barge ahead of them.
  */
-static bool lock_spin(struct syncmem_lock *l, uint32_t tid)
+static bool lock_spin(struct syncmem_lock *l, uint64_t id)
 {
 	for (int i = 0; i < LOCK_SPIN; i++) {
-		uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+		uint64_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
 
 		if (v == LOCK_FREE &&
-		    __atomic_compare_exchange_n(&l->word, &v, tid, false, __ATOMIC_ACQUIRE,
+		    __atomic_compare_exchange_n(&l->word, &v, id, false, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
 			return true;
 		if (v & LOCK_WAITERS)
@@ -151,23 +156,27 @@ static bool lock_spin(struct syncmem_lock *l, uint32_t tid)
 }
 
 /*
- * One step of a contended acquisition: take the lock if it is free (keeping
- * bit 31: we have been, or are about to be, among its waiters), else make
- * sure bit 31 is set. Returns 1 when taken, else 0 with *@sleep_on the word
- * value to sleep on, or -EUCLEAN.
+ * One step of a contended acquisition: take the lock if it is free (setting
+ * the waiters bit: we have been, or are about to be, among its waiters; with
+ * @quiet, for trylock, keep the bit as it is), else make sure the waiters
+ * bit is set (unless @quiet). Returns 1 when taken, else 0 with *@sleep_on
+ * the word value to sleep on, or -ENOTRECOVERABLE, -EUCLEAN.
  */
-static int lock_step(struct syncmem_lock *l, uint32_t tid, uint32_t *sleep_on)
+static int lock_step(struct syncmem_lock *l, uint64_t id, bool quiet, uint64_t *sleep_on)
 {
-	uint32_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED), failed = 0;
+	uint64_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+	uint32_t failed = 0;
 
 	for (;;) {
-		if (v & LOCK_CORRUPT)
-			return -EUCLEAN;
-		if (v == LOCK_FREE) {
-			if (__atomic_compare_exchange_n(&l->word, &v, tid | LOCK_WAITERS, false,
-							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		if (holder(v) == SYNCMEM_OWNER_NOTRECOVERABLE)
+			return -ENOTRECOVERABLE;
+		if (!holder(v)) {
+			/* Acquire: the last holder's section happens before ours. */
+			if (__atomic_compare_exchange_n(&l->word, &v,
+							id | (quiet ? v & LOCK_WAITERS : LOCK_WAITERS),
+							false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 				return 1;
-		} else if (v & LOCK_WAITERS) {
+		} else if ((v & LOCK_WAITERS) || quiet) {
 			*sleep_on = v;
 			return 0;
 		} else if (__atomic_compare_exchange_n(&l->word, &v, v | LOCK_WAITERS, false,
@@ -180,68 +189,112 @@ static int lock_step(struct syncmem_lock *l, uint32_t tid, uint32_t *sleep_on)
 	}
 }
 
-static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid,
+/*
+ * What a wait's result means for a locker: 1 the lock is ours, 2 ours after
+ * a dead holder, 0 look again, or the final negative result.
+ */
+static int lock_wait_result(int ret)
+{
+	switch (ret) {
+	case SYNCMEM_WAIT_HANDED_OFF:
+		return 1;	/* the kernel wrote our id into the word */
+	case SYNCMEM_WAIT_OWNER_DIED:
+		return 2;
+	case SYNCMEM_WAIT_TIMED_OUT:
+		return -ETIMEDOUT;
+	case SYNCMEM_WAIT_WOKEN:
+	case SYNCMEM_WAIT_NOT_EQUAL:
+		return 0;
+	default:
+		return ret < 0 ? ret : -EIO;
+	}
+}
+
+static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint64_t id,
 		     int64_t timeout_ns)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
 	bool starving = false;
-	uint32_t sleep_on, changed = 0;
+	uint64_t sleep_on;
+	uint32_t changed = 0;
 	int wakeups = 0, ret = hands_off(l);
 
 	if (ret < 0)
 		return ret;
-	if (!ret && lock_spin(l, tid))
+	if (!ret && lock_spin(l, id))
 		return 0;
 	for (;;) {
-		ret = lock_step(l, tid, &sleep_on);
+		ret = lock_step(l, id, false, &sleep_on);
 		if (ret)
-			break;		/* 1: taken; or -EUCLEAN */
-		ret = syncmem__wait_until(r, &l->word, 4, sleep_on, deadline);
-		if (ret == SYNCMEM_WAIT_HANDED_OFF) {
-			ret = set_holder(l, tid);
-			if (!ret)
-				ret = 1;
-			break;
-		}
-		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0)
-			break;
+			break;		/* 1: taken; or an error */
+		ret = syncmem__lock_wait(r, &l->word, sleep_on, id, deadline);
 		if (ret == SYNCMEM_WAIT_WOKEN)
 			count_wakeup(l, &wakeups, &starving);
 		if (syncmem__keeps_changing(ret, &changed)) {
 			ret = -EUCLEAN;		/* the word keeps changing under us */
 			break;
 		}
+		ret = lock_wait_result(ret);
+		if (ret)
+			break;
 	}
 	stop_starving(l, &starving);
-	if (ret == 1)
-		return 0;
-	return ret == SYNCMEM_WAIT_TIMED_OUT ? -ETIMEDOUT : ret;
+	if (ret == 2)
+		return -EOWNERDEAD;
+	return ret == 1 ? 0 : ret;
+}
+
+/*
+ * trylock: take it if free (the waiters bit kept), else ask the kernel, with
+ * a deadline already passed, whether its holder is alive: a dead holder's
+ * lock is taken over (-EOWNERDEAD), a live one's is busy (-ETIMEDOUT).
+ */
+static int lock_try(struct syncmem_region *r, struct syncmem_lock *l, uint64_t id)
+{
+	uint32_t changed = 0;
+	uint64_t sleep_on;
+	int ret;
+
+	for (;;) {
+		ret = lock_step(l, id, true, &sleep_on);
+		if (ret)
+			return ret == 1 ? 0 : ret;
+		if (holder(sleep_on) == id)
+			return -EDEADLK;
+		ret = syncmem__lock_wait(r, &l->word, sleep_on, id, 0);
+		if (ret == SYNCMEM_WAIT_OWNER_DIED)
+			return -EOWNERDEAD;
+		if (ret == SYNCMEM_WAIT_TIMED_OUT)
+			return -ETIMEDOUT;
+		if (ret < 0)
+			return ret;
+		if (syncmem__keeps_changing(ret, &changed))
+			return -EUCLEAN;	/* the word keeps changing under us */
+	}
 }
 
 /* The CAS failed on @seen: ours already, give up, or wait. */
 static __attribute__((noinline)) int lock_contended(struct syncmem_region *r,
-						    struct syncmem_lock *l, uint32_t tid,
-						    uint32_t seen, int64_t timeout_ns)
+						    struct syncmem_lock *l, uint64_t id,
+						    uint64_t seen, int64_t timeout_ns)
 {
-	if (seen & LOCK_CORRUPT)
-		return -EUCLEAN;
-	if (holder(seen) == tid)
+	if (holder(seen) == id)
 		return -EDEADLK;
 	if (!timeout_ns)
-		return -ETIMEDOUT;
-	return lock_slow(r, l, tid, timeout_ns);
+		return lock_try(r, l, id);
+	return lock_slow(r, l, id, timeout_ns);
 }
 
-/* One CAS 0 -> tid (acquire); a failure leaves by a tail call. */
-static inline int lock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid,
+/* One CAS 0 -> id (acquire); a failure leaves by a tail call. */
+static inline int lock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint64_t id,
 			   int64_t timeout_ns)
 {
-	uint32_t seen = LOCK_FREE;
+	uint64_t seen = LOCK_FREE;
 
-	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &seen, tid, false,
+	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &seen, id, false,
 							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
 		return 0;
-	return lock_contended(r, l, tid, seen, timeout_ns);
+	return lock_contended(r, l, id, seen, timeout_ns);
 }
 
 /*
@@ -255,32 +308,36 @@ static __attribute__((noinline, cold)) int lock_invalid(const struct syncmem_reg
 {
 	__u64 off;
 
-	if (syncmem__object_offset(r, l, sizeof(*l), 4, &off))
+	if (syncmem__object_offset(r, l, sizeof(*l), 8, &off))
 		return -EINVAL;
 	return r->rdonly ? -EBADF : -EINVAL;
 }
 
-/* A thread's first lock: look its id up first. */
+/* A thread's first lock: fetch its owner id first. */
 static __attribute__((noinline)) int lock_first(struct syncmem_region *r,
 						struct syncmem_lock *l, int64_t timeout_ns)
 {
-	return lock_cas(r, l, syncmem__tid_slow(), timeout_ns);
+	int64_t id = syncmem__owner_slow(r->fd);
+
+	if (id < 0)
+		return (int)id;
+	return lock_cas(r, l, (uint64_t)id, timeout_ns);
 }
 
 /*
- * The fast path: one CAS 0 -> tid. Every other case leaves by a tail call,
+ * The fast path: one CAS 0 -> id. Every other case leaves by a tail call,
  * so the fast path needs no stack frame.
  */
 static inline int lock_fast(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
 {
-	uint32_t tid;
+	uint64_t id;
 
 	if (!r || !lock_valid(r, l))
 		return lock_invalid(r, l);
-	tid = syncmem__cached_tid;
-	if (__builtin_expect(!tid, 0))
+	id = syncmem__cached_owner;
+	if (__builtin_expect(!id, 0))
 		return lock_first(r, l, timeout_ns);
-	return lock_cas(r, l, tid, timeout_ns);
+	return lock_cas(r, l, id, timeout_ns);
 }
 
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
@@ -300,69 +357,127 @@ int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l)
 	return ret == -ETIMEDOUT ? -EBUSY : ret;
 }
 
-/* The CAS tid -> 0 failed on @seen: not ours, or somebody may wait. */
-static __attribute__((noinline)) int unlock_slow(struct syncmem_region *r,
-						 struct syncmem_lock *l, uint32_t tid,
-						 uint32_t seen)
+/* Is @h, the holder named by the word, the caller (its thread or its process)? */
+static bool held_by_caller(uint64_t h, uint64_t id)
 {
-	int ret;
-
-	if (seen & LOCK_CORRUPT)
-		return -EUCLEAN;
-	if (holder(seen) != tid)
-		return -EPERM;
-	ret = hands_off(l);
-	if (ret < 0)
-		return ret;
-	if (ret) {
-		/*
-		 * Keep it held, by nobody in particular until the receiver
-		 * writes its id (so neither we nor anyone else can take it or
-		 * unlock it meanwhile). Release: the receiver acquires it in
-		 * set_holder(). The kernel wakes the oldest waiter, or frees
-		 * the lock if nobody waits after all.
-		 */
-		__atomic_store_n(&l->word, LOCK_WAITERS, __ATOMIC_RELEASE);
-		ret = syncmem_handoff32(r, &l->word, LOCK_FREE);
-		return ret < 0 ? ret : 0;
-	}
-	/* Release: our section happens before the next holder's. */
-	__atomic_store_n(&l->word, LOCK_FREE, __ATOMIC_RELEASE);
-	ret = syncmem_notify(r, &l->word, 1);
-	return ret < 0 ? ret : 0;
+	return h && (h == id || h == syncmem__process_owner_cached());
 }
 
 /*
- * One CAS tid -> 0 (release: our section happens before the next holder's);
+ * The CAS id -> 0 failed on @seen: not ours, held as the process, taken over
+ * from a dead holder, or somebody may wait.
+ */
+static __attribute__((noinline)) int unlock_slow(struct syncmem_region *r,
+						 struct syncmem_lock *l, uint64_t id,
+						 uint64_t seen)
+{
+	uint32_t failed = 0;
+	int ret;
+
+	for (;;) {
+		if (!held_by_caller(holder(seen), id))
+			return -EPERM;
+		if (seen & LOCK_DIED) {
+			/*
+			 * Taken over from a dead holder and not made consistent:
+			 * nobody may have it again. Every waiter wakes and finds
+			 * out. Release: our writes happen before theirs.
+			 */
+			__atomic_store_n(&l->word, SYNCMEM_OWNER_NOTRECOVERABLE, __ATOMIC_RELEASE);
+			ret = syncmem_notify(r, &l->word, UINT32_MAX);
+			return ret < 0 ? ret : 0;
+		}
+		if (!(seen & LOCK_WAITERS)) {
+			/* Held as the process, nobody waiting. Release, as below. */
+			if (__atomic_compare_exchange_n(&l->word, &seen, LOCK_FREE, false,
+							__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+				return 0;
+		} else {
+			ret = hands_off(l);
+			if (ret < 0)
+				return ret;
+			/*
+			 * The kernel frees the word or hands it to the oldest
+			 * waiter. Release RMW first: the kernel's update of the
+			 * word continues its release sequence, so whoever takes
+			 * the lock next acquires our section.
+			 */
+			__atomic_fetch_or(&l->word, 0, __ATOMIC_RELEASE);
+			ret = syncmem__unlock_word(r, &l->word, seen,
+						   ret ? SYNCMEM_UNLOCK_HANDOFF : 0);
+			/*
+			 * Nobody waits (any more), so nobody starves: forget
+			 * counts left by starving waiters that died. A live
+			 * one says so again when it is next woken.
+			 */
+			if (ret == SYNCMEM_UNLOCK_FREED ||
+			    (ret == SYNCMEM_UNLOCK_HANDED &&
+			     !(__atomic_load_n(&l->word, __ATOMIC_RELAXED) & LOCK_WAITERS)))
+				__atomic_store_n(&l->starving, 0, __ATOMIC_RELAXED);
+			if (ret != -EAGAIN)
+				return ret < 0 ? ret : 0;
+			seen = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+		}
+		if (syncmem__too_many(&failed))
+			return -EUCLEAN;
+	}
+}
+
+/*
+ * One CAS id -> 0 (release: our section happens before the next holder's);
  * a failure (not the holder, or somebody may wait) leaves by a tail call.
  */
-static inline int unlock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint32_t tid)
+static inline int unlock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint64_t id)
 {
-	uint32_t seen = tid;
+	uint64_t seen = id;
 
 	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &seen, LOCK_FREE, false,
 							 __ATOMIC_RELEASE, __ATOMIC_RELAXED), 1))
 		return 0;
-	return unlock_slow(r, l, tid, seen);
+	return unlock_slow(r, l, id, seen);
 }
 
-/* A thread's first call: look its id up first. */
+/* A thread's first call: fetch its owner id first. */
 static __attribute__((noinline)) int unlock_first(struct syncmem_region *r,
 						  struct syncmem_lock *l)
 {
-	return unlock_cas(r, l, syncmem__tid_slow());
+	int64_t id = syncmem__owner_slow(r->fd);
+
+	if (id < 0)
+		return (int)id;
+	return unlock_cas(r, l, (uint64_t)id);
 }
 
 int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l)
 {
-	uint32_t tid;
+	uint64_t id;
 
 	if (!r || !lock_valid(r, l))
 		return lock_invalid(r, l);
-	tid = syncmem__cached_tid;
-	if (__builtin_expect(!tid, 0))
+	id = syncmem__cached_owner;
+	if (__builtin_expect(!id, 0))
 		return unlock_first(r, l);
-	return unlock_cas(r, l, tid);
+	return unlock_cas(r, l, id);
+}
+
+int syncmem_lock_consistent(struct syncmem_region *r, struct syncmem_lock *l)
+{
+	uint64_t v, id = syncmem__cached_owner;
+	uint32_t failed = 0;
+
+	if (!r || !lock_valid(r, l))
+		return lock_invalid(r, l);
+	v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+	for (;;) {
+		if (!(v & LOCK_DIED) || !held_by_caller(holder(v), id))
+			return -EINVAL;
+		/* Only the waiters bit can change meanwhile. */
+		if (__atomic_compare_exchange_n(&l->word, &v, v & ~LOCK_DIED, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return 0;
+		if (syncmem__too_many(&failed))
+			return -EUCLEAN;
+	}
 }
 
 /* An asynchronous acquisition in progress. */
@@ -373,27 +488,22 @@ struct lock_op {
 	syncmem_wait_cb cb;
 	void (*fn)(void *arg);	/* execute_locked */
 	void *arg;
+	uint64_t id;		/* the process's owner id */
 	int wakeups;
 	bool starving;
 };
 
+/* @result: 0 or -EOWNERDEAD with the lock held, else the error. */
 static void lock_op_finish(struct lock_op *op, int result)
 {
-	/* Held from now on by the thread running the loop. */
-	if (result == 0)
-		result = set_holder(op->l, syncmem__tid());
-	if (result == 0) {
-		stop_starving(op->l, &op->starving);
-		if (op->fn) {
+	stop_starving(op->l, &op->starving);
+	if (op->fn) {
+		if (result == 0 || result == -EOWNERDEAD) {
 			op->fn(op->arg);
 			syncmem_unlock(op->r, op->l);
-		} else {
-			op->cb(op->arg, 0);
 		}
 	} else {
-		stop_starving(op->l, &op->starving);
-		if (!op->fn)
-			op->cb(op->arg, result);
+		op->cb(op->arg, result);
 	}
 	free(op);
 }
@@ -401,27 +511,37 @@ static void lock_op_finish(struct lock_op *op, int result)
 static void lock_op_step(void *arg, int result);
 
 /*
- * Try to take the lock, else queue an async wait on its word. Returns 1 when
- * taken, 0 when queued, or a negative errno.
+ * Try to take the lock, else queue an async owner wait on its word. Returns
+ * 1 when taken, 2 taken after a dead holder, 0 when queued, or a negative
+ * errno.
  */
 static int lock_op_try(struct lock_op *op)
 {
-	uint32_t sleep_on, changed = 0;
+	uint64_t sleep_on;
+	uint32_t changed = 0;
 	int ret;
 
 	for (;;) {
-		ret = lock_step(op->l, syncmem__tid(), &sleep_on);
+		ret = lock_step(op->l, op->id, false, &sleep_on);
 		if (ret)
 			return ret;
-		ret = syncmem__wait_async(op->loop, op->r, &op->l->word, 4, sleep_on,
-					  SYNCMEM_FOREVER, lock_op_step, op, true, NULL);
+		ret = syncmem__lock_wait_async(op->loop, op->r, &op->l->word, sleep_on,
+					       lock_op_step, op);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
+		if (ret == SYNCMEM_WAIT_OWNER_DIED)
+			return 2;
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
 			return ret < 0 ? ret : -EIO;
 		if (syncmem__keeps_changing(ret, &changed))
 			return -EUCLEAN;	/* the word keeps changing under us */
 	}
+}
+
+/* 1 or 2 (taken) as a callback result. */
+static int taken_result(int ret)
+{
+	return ret == 2 ? -EOWNERDEAD : 0;
 }
 
 /* From the loop: the result of our wait on the lock word. */
@@ -430,8 +550,8 @@ static void lock_op_step(void *arg, int result)
 	struct lock_op *op = arg;
 	int ret;
 
-	if (result == SYNCMEM_WAIT_HANDED_OFF) {
-		lock_op_finish(op, 0);
+	if (result == SYNCMEM_WAIT_HANDED_OFF || result == SYNCMEM_WAIT_OWNER_DIED) {
+		lock_op_finish(op, result == SYNCMEM_WAIT_OWNER_DIED ? -EOWNERDEAD : 0);
 		return;
 	}
 	if (result < 0) {
@@ -441,7 +561,25 @@ static void lock_op_step(void *arg, int result)
 	count_wakeup(op->l, &op->wakeups, &op->starving);
 	ret = lock_op_try(op);
 	if (ret)
-		lock_op_finish(op, ret > 0 ? 0 : ret);
+		lock_op_finish(op, ret > 0 ? taken_result(ret) : ret);
+}
+
+/*
+ * A lock taken over from a dead holder that we cannot deliver: leave it as
+ * a dead holder's (an id never issued, the died bit kept), so that the next
+ * acquirer is told, rather than make it unrecoverable.
+ */
+static void abandon_taken_over(struct syncmem_region *r, struct syncmem_lock *l)
+{
+	__atomic_store_n(&l->word, (SYNCMEM_OWNER_NOTRECOVERABLE - 1) | LOCK_DIED | LOCK_WAITERS,
+			 __ATOMIC_RELEASE);
+	syncmem_notify(r, &l->word, UINT32_MAX);
+}
+
+/* Posted: taken before lock_async returned (the result says how). */
+static void lock_op_taken(void *arg, int result)
+{
+	lock_op_finish(arg, result);
 }
 
 static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -449,22 +587,32 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		      void *arg)
 {
 	struct lock_op *op;
+	int64_t id;
 	int ret;
 
 	if (!loop || !r || (!cb && !fn))
 		return -EINVAL;
 	if (!lock_valid(r, l))
 		return lock_invalid(r, l);
+	id = syncmem__process_owner(r->fd);
+	if (id < 0)
+		return (int)id;
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	*op = (struct lock_op){ .loop = loop, .r = r, .l = l, .cb = cb, .fn = fn, .arg = arg };
+	*op = (struct lock_op){ .loop = loop, .r = r, .l = l, .cb = cb, .fn = fn, .arg = arg,
+				.id = (uint64_t)id };
 	ret = lock_op_try(op);
-	if (ret == 1) {
+	if (ret > 0) {
 		/* Taken at once; the callback still runs from the loop. */
-		ret = syncmem__loop_post(loop, lock_op_step, op, SYNCMEM_WAIT_HANDED_OFF);
+		int taken = ret;
+
+		ret = syncmem__loop_post(loop, lock_op_taken, op, taken_result(taken));
 		if (ret) {
-			syncmem_unlock(r, l);
+			if (taken == 2)
+				abandon_taken_over(r, l);
+			else
+				syncmem_unlock(r, l);
 			free(op);
 		}
 		return ret;

@@ -241,15 +241,16 @@ size_t syncmem_loop_pending(const struct syncmem_loop *loop)
 	return loop ? loop->pending.count : 0;
 }
 
-int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
-			const void *addr, uint32_t width, uint64_t expected,
-			int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
-			bool raw, uint64_t *id_out)
+static int wait_async_flags(struct syncmem_loop *loop, struct syncmem_region *r,
+			    const void *addr, uint32_t width, uint64_t expected,
+			    int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			    bool raw, uint64_t *id_out, uint32_t flags)
 {
 	struct syncmem_wait_async w = {
 		.size = width,
 		.expected = expected,
 		.deadline_ns = syncmem__deadline(timeout_ns),
+		.flags = flags,
 	};
 	struct idmap_entry e;
 	int ret;
@@ -267,12 +268,37 @@ int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	w.user_data = ++loop->last_id;
 	ret = syncmem__ioctl(loop->handle, SYNCMEM_IOC_WAIT_ASYNC, &w);
 	if (ret != SYNCMEM_WAIT_QUEUED)
-		return ret;	/* NOT_EQUAL, TIMED_OUT or -errno: no callback */
+		return ret;	/* NOT_EQUAL, TIMED_OUT, OWNER_DIED or -errno: no callback */
 	e = (struct idmap_entry){ .id = w.user_data, .cb = cb, .arg = arg, .raw = raw };
 	syncmem__idmap_insert(&loop->pending, &e);
 	if (id_out)
 		*id_out = w.user_data;
 	return raw ? SYNCMEM_WAIT_QUEUED : SYNCMEM_PENDING;
+}
+
+int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			const void *addr, uint32_t width, uint64_t expected,
+			int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			bool raw, uint64_t *id_out)
+{
+	return wait_async_flags(loop, r, addr, width, expected, timeout_ns, cb, arg, raw,
+				id_out, 0);
+}
+
+int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			     const uint64_t *addr, uint64_t expected, syncmem_wait_cb cb,
+			     void *arg)
+{
+	int64_t id;
+
+	if (!loop)
+		return -EINVAL;
+	/* The kernel waits as the process's id: make sure it has one. */
+	id = syncmem__process_owner(loop->handle);
+	if (id < 0)
+		return (int)id;
+	return wait_async_flags(loop, r, addr, 8, expected, SYNCMEM_FOREVER, cb, arg, true,
+				NULL, SYNCMEM_WAIT_ASYNC_OWNER);
 }
 
 int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,

@@ -21,7 +21,7 @@ void syncmem__region_fill(struct syncmem_region *r, int fd, void *base, size_t s
 	r->size = size;
 	/* 0 for a read-only region: its locks take the fast path's cold exit. */
 	r->lock_words = !rdonly && size >= sizeof(struct syncmem_lock) ?
-			(size - sizeof(struct syncmem_lock)) / 4 + 1 : 0;
+			(size - sizeof(struct syncmem_lock)) / 8 + 1 : 0;
 	r->rdonly = rdonly;
 }
 

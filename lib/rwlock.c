@@ -74,6 +74,7 @@ static int writer_drained(struct syncmem_rwlock *rw, uint32_t *expected)
 		if (!(v & RW_COUNT)) {
 			/* Nobody can enter while we hold the turnstile. */
 			__atomic_store_n(&rw->readers, 0, __ATOMIC_RELAXED);
+			/* Nonzero while a writer is inside (its thread id, for the curious). */
 			__atomic_store_n(&rw->writer, syncmem__tid(), __ATOMIC_RELAXED);
 			return 1;
 		}
@@ -90,6 +91,47 @@ static int writer_drained(struct syncmem_rwlock *rw, uint32_t *expected)
 	}
 }
 
+/*
+ * The turnstile's holder died (we hold it now). A reader holds it only to
+ * count itself in; a writer for its whole section, first while it waits
+ * for readers to drain. Undo what a writer announced and go on. 1 if it
+ * died inside its write section (the data may be half-written: the caller
+ * reports -EOWNERDEAD, holding the lock it asked for), 0 if not, or -errno.
+ */
+static int turnstile_recover(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	bool wrote = __atomic_exchange_n(&rw->writer, 0, __ATOMIC_RELAXED) != 0;
+	int ret;
+
+	__atomic_fetch_and(&rw->readers, ~RW_WRITER_WAITS, __ATOMIC_RELAXED);
+	ret = syncmem_lock_consistent(r, &rw->turnstile);
+	return ret ? ret : wrote;
+}
+
+/* Pass the turnstile: 0, 1 after a writer that died inside, or -errno. */
+static int turnstile_lock(struct syncmem_region *r, struct syncmem_rwlock *rw,
+			  int64_t timeout_ns, bool try)
+{
+	int ret = try ? syncmem_trylock(r, &rw->turnstile) :
+			syncmem_lock_timed(r, &rw->turnstile, timeout_ns);
+
+	return ret == -EOWNERDEAD ? turnstile_recover(r, rw) : ret;
+}
+
+/* The result of a lock taken after turnstile_lock() said @died. */
+static int taken(int died)
+{
+	return died ? -EOWNERDEAD : 0;
+}
+
+/* Does the caller hold the turnstile (as a writer does)? */
+static bool holds_turnstile(const struct syncmem_rwlock *rw)
+{
+	uint64_t h = __atomic_load_n(&rw->turnstile.word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID;
+
+	return h && (h == syncmem__cached_owner || h == syncmem__process_owner_cached());
+}
+
 /* A writer giving up while holding the turnstile. */
 static void writer_abandon(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
@@ -101,13 +143,15 @@ int syncmem_rwlock_rdlock_timed(struct syncmem_region *r, struct syncmem_rwlock 
 				int64_t timeout_ns)
 {
 	int ret = rw_check(r, rw);
+	int died;
 
 	if (ret)
 		return ret;
-	ret = syncmem_lock_timed(r, &rw->turnstile, timeout_ns);
-	if (ret)
-		return ret;
-	return reader_enter(r, rw);
+	died = turnstile_lock(r, rw, timeout_ns, false);
+	if (died < 0)
+		return died;
+	ret = reader_enter(r, rw);
+	return ret ? ret : taken(died);
 }
 
 int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
@@ -118,11 +162,15 @@ int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 int syncmem_rwlock_tryrdlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
 	int ret = rw_check(r, rw);
+	int died;
 
 	if (ret)
 		return ret;
-	ret = syncmem_trylock(r, &rw->turnstile);
-	return ret ? ret : reader_enter(r, rw);
+	died = turnstile_lock(r, rw, 0, true);
+	if (died < 0)
+		return died;
+	ret = reader_enter(r, rw);
+	return ret ? ret : taken(died);
 }
 
 int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
@@ -130,13 +178,13 @@ int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock 
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
 	uint32_t expected, changed = 0;
-	int ret = rw_check(r, rw);
+	int ret = rw_check(r, rw), died;
 
 	if (ret)
 		return ret;
-	ret = syncmem_lock_timed(r, &rw->turnstile, timeout_ns);
-	if (ret)
-		return ret;
+	died = turnstile_lock(r, rw, timeout_ns, false);
+	if (died < 0)
+		return died;
 	while (!(ret = writer_drained(rw, &expected))) {
 		ret = timeout_ns ? syncmem__wait_until(r, &rw->readers, 4, expected, deadline)
 				 : SYNCMEM_WAIT_TIMED_OUT;
@@ -146,7 +194,7 @@ int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock 
 			break;
 	}
 	if (ret == 1)
-		return 0;
+		return taken(died);
 	writer_abandon(r, rw);
 	return ret < 0 ? ret : -ETIMEDOUT;
 }
@@ -170,7 +218,7 @@ int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 
 	if (ret)
 		return ret;
-	if (__atomic_load_n(&rw->writer, __ATOMIC_RELAXED) == syncmem__tid()) {
+	if (holds_turnstile(rw)) {
 		__atomic_store_n(&rw->writer, 0, __ATOMIC_RELAXED);
 		return syncmem_unlock(r, &rw->turnstile);
 	}
@@ -197,6 +245,7 @@ struct rw_op {
 	struct syncmem_rwlock *rw;
 	syncmem_wait_cb cb;
 	void *arg;
+	int died;		/* the turnstile's last holder died writing */
 };
 
 static void rw_op_finish(struct rw_op *op, int result)
@@ -211,9 +260,15 @@ static void rw_op_finish(struct rw_op *op, int result)
 static void rd_turnstile_passed(void *arg, int result)
 {
 	struct rw_op *op = arg;
+	int died = result == -EOWNERDEAD ? turnstile_recover(op->r, op->rw) : result;
 
-	if (!result)
+	if (died >= 0) {
 		result = reader_enter(op->r, op->rw);
+		if (!result)
+			result = taken(died);
+	} else {
+		result = died;
+	}
 	rw_op_finish(op, result);
 }
 
@@ -237,7 +292,7 @@ static void wr_drain(struct rw_op *op)
 	}
 	if (ret != 1)
 		writer_abandon(op->r, op->rw);
-	rw_op_finish(op, ret == 1 ? 0 : ret < 0 ? ret : -EIO);
+	rw_op_finish(op, ret == 1 ? taken(op->died) : ret < 0 ? ret : -EIO);
 }
 
 static void wr_drain_step(void *arg, int result)
@@ -256,7 +311,9 @@ static void wr_turnstile_passed(void *arg, int result)
 {
 	struct rw_op *op = arg;
 
-	if (result)
+	if (result == -EOWNERDEAD)
+		result = op->died = turnstile_recover(op->r, op->rw);
+	if (result < 0)
 		rw_op_finish(op, result);
 	else
 		wr_drain(op);

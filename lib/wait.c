@@ -84,6 +84,32 @@ int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t wid
 	return syncmem__ioctl(r->fd, SYNCMEM_IOC_WAIT, &arg);
 }
 
+int syncmem__lock_wait(struct syncmem_region *r, const uint64_t *addr, uint64_t expected,
+		       uint64_t owner, uint64_t deadline_ns)
+{
+	struct syncmem_lock_wait arg = {
+		.expected = expected,
+		.deadline_ns = deadline_ns,
+		.owner = owner,
+	};
+	int err = syncmem__word_offset(r, addr, 8, &arg.offset);
+
+	if (err)
+		return err;
+	return syncmem__ioctl(r->fd, SYNCMEM_IOC_LOCK_WAIT, &arg);
+}
+
+int syncmem__unlock_word(struct syncmem_region *r, uint64_t *addr, uint64_t expected,
+			 uint32_t flags)
+{
+	struct syncmem_unlock arg = { .expected = expected, .flags = flags };
+	int err = syncmem__word_offset(r, addr, 8, &arg.offset);
+
+	if (err)
+		return err;
+	return syncmem__ioctl(r->fd, SYNCMEM_IOC_UNLOCK, &arg);
+}
+
 int syncmem__wait(struct syncmem_region *r, const void *addr, uint32_t width,
 		  uint64_t expected, int64_t timeout_ns)
 {

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <sys/ioctl.h>
 
 #include "kselftest_harness.h"
 #include "syncmem_test.h"
@@ -199,18 +200,30 @@ TEST_F(hostile, read_only_region_writes_are_ebadf_not_sigsegv)
 	EXPECT_EQ(POOL_BLOCKS, syncmem_pool_free_count(self->pool));
 }
 
+/* The calling process's owner id, as the kernel issues it. */
+static uint64_t process_owner_id(struct syncmem_region *r)
+{
+	struct syncmem_owner o = { .flags = SYNCMEM_OWNER_PROCESS };
+
+	if (ioctl(syncmem_region_fd(r), SYNCMEM_IOC_OWNER, &o))
+		return 0;
+	return o.id;
+}
+
 /*
- * A peer writes the keyed table's own lock as held by a thread that will
- * never release it: every call still ends. A try call says -EBUSY within
- * milliseconds, a timed one times out on time, the rest report the table
- * broken after ten seconds.
+ * A peer writes the keyed table's own lock as held by a live owner that
+ * will never release it: every call still ends. A try call says -EBUSY
+ * within milliseconds, a timed one times out on time, the rest report the
+ * table broken after ten seconds.
  */
 TEST_F_TIMEOUT(hostile, keyed_calls_end_when_the_table_lock_is_held_for_good, 120)
 {
 	struct syncmem_keyed *k = self->k;
+	uint64_t live = process_owner_id(self->rw);
 	int64_t t0;
 
-	__atomic_store_n(&k->t.lock.word, 12345u | 0x80000000u, __ATOMIC_RELAXED);
+	ASSERT_NE(0, live);
+	__atomic_store_n(&k->t.lock.word, live | SYNCMEM_OWNER_WAITERS, __ATOMIC_RELAXED);
 	t0 = now_ns();
 	EXPECT_EQ(-EBUSY, syncmem_keyed_trylock(self->rw, k, "key", 3));
 	EXPECT_GT(2000 * MS, now_ns() - t0);
@@ -223,6 +236,26 @@ TEST_F_TIMEOUT(hostile, keyed_calls_end_when_the_table_lock_is_held_for_good, 12
 	EXPECT_LE(10000 * MS, now_ns() - t0);
 	EXPECT_GT(60000 * MS, now_ns() - t0);
 	EXPECT_EQ(-EUCLEAN, syncmem_keyed_lock(self->rw, k, "key", 3, SYNCMEM_FOREVER));
+}
+
+/*
+ * A peer writes the table lock as held by an owner id that no live thread
+ * has (the lock of a holder that died): the next call takes it over, and
+ * the table works on at once.
+ */
+TEST_F(hostile, keyed_table_lock_of_a_dead_holder_is_taken_over)
+{
+	struct syncmem_keyed *k = self->k;
+	int64_t t0;
+
+	__atomic_store_n(&k->t.lock.word, 12345 | SYNCMEM_OWNER_WAITERS, __ATOMIC_RELAXED);
+	t0 = now_ns();
+	EXPECT_EQ(0, syncmem_keyed_lock(self->rw, k, "key", 3, SYNCMEM_FOREVER));
+	EXPECT_EQ(0, syncmem_keyed_unlock(self->rw, k, "key", 3));
+	EXPECT_EQ(0, syncmem_keyed_trylock(self->rw, k, "key", 3));
+	EXPECT_EQ(0, syncmem_keyed_unlock(self->rw, k, "key", 3));
+	EXPECT_GT(2000 * MS, now_ns() - t0);
+	EXPECT_EQ(0, k->t.lock.word);
 }
 
 TEST_HARNESS_MAIN

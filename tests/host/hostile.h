@@ -63,6 +63,9 @@ static inline void guarded_unmap(struct guarded *g)
 	munmap(g->map, g->map_len);
 }
 
+/* The owner id stand-in regions lock as (no kernel issues one). */
+#define STAND_IN_OWNER	0x5eedull
+
 /*
  * A region handle over plain shared memory, for calls that take one. Its
  * fd is /dev/null: no kernel behind it, so a call that has to wait or wake
@@ -76,14 +79,17 @@ static inline int stand_in_region(struct syncmem_region *r, void *mem, size_t le
 	if (fd < 0)
 		return -1;
 	syncmem__region_fill(r, fd, mem, len, rdonly);
+	/* No kernel to issue owner ids: this thread (and its forks) takes one. */
+	syncmem__cached_owner = STAND_IN_OWNER;
 	return 0;
 }
 
 /*
  * A stand-in kernel that says "the word changed" to every wait: from the
  * call on, each ioctl of the calling thread goes to a supervisor thread
- * (seccomp user notification), which answers SYNCMEM_IOC_WAIT with
- * SYNCMEM_WAIT_NOT_EQUAL and everything else with -ENOTTY. That is what a
+ * (seccomp user notification), which answers SYNCMEM_IOC_WAIT and
+ * SYNCMEM_IOC_LOCK_WAIT with SYNCMEM_WAIT_NOT_EQUAL and everything else with
+ * -ENOTTY. That is what a
  * peer changing a word between every read and every wait achieves, without
  * depending on timing. For a victim child only (there is no way back). 0,
  * or -1 when seccomp is not available.
@@ -103,7 +109,8 @@ static inline void *changed_kernel(void *arg)
 			continue;	/* interrupted, or the waiter died: next */
 		memset(&resp, 0, sizeof(resp));
 		resp.id = req.id;
-		if ((uint32_t)req.data.args[1] == (uint32_t)SYNCMEM_IOC_WAIT)
+		if ((uint32_t)req.data.args[1] == (uint32_t)SYNCMEM_IOC_WAIT ||
+		    (uint32_t)req.data.args[1] == (uint32_t)SYNCMEM_IOC_LOCK_WAIT)
 			resp.val = SYNCMEM_WAIT_NOT_EQUAL;
 		else
 			resp.error = -ENOTTY;

@@ -80,20 +80,20 @@ static int on_guarded_objects(int (*victim)(void *arg), double seconds, bool scr
 	return ret;
 }
 
-/* Each impossible word value meets the call that reads it. */
+/* Each impossible or final word value meets the call that reads it. */
 static int impossible_victim(void *arg)
 {
 	struct victim_arg *a = arg;
 	struct syncmem_region *r = a->r;
 	struct objects *o = a->o;
 
-	/* Bit 30 of a lock word: no thread id has it. */
-	o->lock.word = 0x40000001;
-	CHECK(syncmem_trylock(r, &o->lock) == -EUCLEAN, 1);
-	CHECK(syncmem_lock_timed(r, &o->lock, MS) == -EUCLEAN, 2);
-	CHECK(syncmem_unlock(r, &o->lock) == -EUCLEAN, 3);
+	/* A lock made unrecoverable: nobody takes it, nobody unlocks it. */
+	o->lock.word = SYNCMEM_OWNER_NOTRECOVERABLE;
+	CHECK(syncmem_trylock(r, &o->lock) == -ENOTRECOVERABLE, 1);
+	CHECK(syncmem_lock_timed(r, &o->lock, MS) == -ENOTRECOVERABLE, 2);
+	CHECK(syncmem_unlock(r, &o->lock) == -EPERM, 3);
 	/* Flags other than FAIR, met by an unlock that has waiters to serve. */
-	o->lock.word = syncmem__tid() | 0x80000000u;
+	o->lock.word = STAND_IN_OWNER | SYNCMEM_OWNER_WAITERS;
 	o->lock.flags = 0x100;
 	CHECK(syncmem_unlock(r, &o->lock) == -EUCLEAN, 4);
 	/* ... and by a locker that would sleep. */
@@ -127,7 +127,7 @@ static int impossible_victim(void *arg)
 	return 0;
 }
 
-TEST(impossible_word_values_are_euclean)
+TEST(impossible_or_unrecoverable_words_are_refused)
 {
 	EXPECT_EQ(0, on_guarded_objects(impossible_victim, 0, false));
 }
@@ -142,7 +142,7 @@ static int changing_victim(void *arg)
 	if (every_wait_finds_the_word_changed())
 		return 50;
 	/* Held by another thread, waited on. */
-	o->lock.word = 0x80000000u | 12345;
+	o->lock.word = SYNCMEM_OWNER_WAITERS | 12345;
 	CHECK(syncmem_lock(r, &o->lock) == -EUCLEAN, 1);
 	CHECK(syncmem_lock_timed(r, &o->lock, 1000 * MS) == -EUCLEAN, 2);
 	CHECK(o->lock.starving == 0, 3);
@@ -182,6 +182,8 @@ static bool documented(int ret)
 	case -EPERM:
 	case -EOVERFLOW:
 	case -EUCLEAN:
+	case -EOWNERDEAD:	/* a scribbled holder is a dead one */
+	case -ENOTRECOVERABLE:	/* ... and one scribbled state says so */
 	case -ENOTTY:	/* a wait or wake: the stand-in region has no kernel */
 		return true;
 	}

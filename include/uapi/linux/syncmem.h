@@ -32,6 +32,7 @@
 #define SYNCMEM_FEAT_ON_CLOSE		(1ULL << 4)  /* ARM_ON_CLOSE, DISARM */
 #define SYNCMEM_FEAT_LIMITS		(1ULL << 5)  /* per-user and per-namespace limits */
 #define SYNCMEM_FEAT_REGION_LIST	(1ULL << 6)  /* REGION_LIST */
+#define SYNCMEM_FEAT_OWNERS		(1ULL << 7)  /* OWNER, LOCK_WAIT, UNLOCK */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -240,6 +241,7 @@ struct syncmem_region_list {
 #define SYNCMEM_WAIT_TIMED_OUT		2  /* the deadline passed first */
 #define SYNCMEM_WAIT_HANDED_OFF		3  /* a hand-off picked this waiter */
 #define SYNCMEM_WAIT_QUEUED		4  /* WAIT_ASYNC: queued, a completion follows */
+#define SYNCMEM_WAIT_OWNER_DIED		5  /* owner word: its owner died, the caller owns it now */
 
 /**
  * struct syncmem_wait - wait on a word of the region (region fd ioctl)
@@ -348,7 +350,7 @@ struct syncmem_eventfd {
  *		SYNCMEM_NO_DEADLINE.
  * @user_data:	In: returned in the completion; also the key for CANCEL. It
  *		must differ from every other pending wait of the handle.
- * @flags:	In: must be zero.
+ * @flags:	In: SYNCMEM_WAIT_ASYNC_* bits.
  * @pad:	Must be zero.
  *
  * Returns at once: SYNCMEM_WAIT_NOT_EQUAL or SYNCMEM_WAIT_TIMED_OUT (nothing
@@ -362,6 +364,15 @@ struct syncmem_eventfd {
  * (the handle's max_async_waits), -EDQUOT (the handle opener's
  * max_user_async_waits), -ENOMEM, -EBADF, -EINVAL.
  */
+/*
+ * Bits of struct syncmem_wait_async.flags. OWNER: the word is an owner word
+ * (@size 8) and the wait is SYNCMEM_IOC_LOCK_WAIT's, on behalf of the calling
+ * process's SYNCMEM_OWNER_PROCESS id (-EINVAL if it has none): it may
+ * complete with SYNCMEM_WAIT_OWNER_DIED, or return it at once.
+ */
+#define SYNCMEM_WAIT_ASYNC_OWNER	(1U << 0)
+#define SYNCMEM_WAIT_ASYNC_FLAGS	SYNCMEM_WAIT_ASYNC_OWNER
+
 struct syncmem_wait_async {
 	__s32 region_fd;
 	__u32 size;
@@ -377,7 +388,8 @@ struct syncmem_wait_async {
  * struct syncmem_completion - one finished async wait, read() from the handle
  * @user_data:	The wait's user_data.
  * @result:	SYNCMEM_WAIT_WOKEN, SYNCMEM_WAIT_HANDED_OFF,
- *		SYNCMEM_WAIT_TIMED_OUT, or -ECANCELED after a CANCEL.
+ *		SYNCMEM_WAIT_OWNER_DIED, SYNCMEM_WAIT_TIMED_OUT, or
+ *		-ECANCELED after a CANCEL.
  * @pad:	Zero.
  */
 struct syncmem_completion {
@@ -481,6 +493,120 @@ struct syncmem_disarm {
 	__u32 pad;
 };
 
+/*
+ * Owner words. A lock that the kernel can recover when its holder dies keeps
+ * its state in one naturally aligned 64-bit word: the holder's owner id (0
+ * when free), SYNCMEM_OWNER_WAITERS once somebody may wait, and
+ * SYNCMEM_OWNER_DIED while the holder is one that took the word over from a
+ * dead owner and has not said its state is consistent again. Owner ids come
+ * from SYNCMEM_IOC_OWNER: unique on the machine, never reused, independent of
+ * PID namespaces, and known to the kernel, which can tell whether the thread
+ * or process behind one is still alive.
+ */
+#define SYNCMEM_OWNER_WAITERS		(1ULL << 63)
+#define SYNCMEM_OWNER_DIED		(1ULL << 62)
+#define SYNCMEM_OWNER_ID		(SYNCMEM_OWNER_DIED - 1)
+/* An id never issued: the word's lock can no longer be taken (no recovery). */
+#define SYNCMEM_OWNER_NOTRECOVERABLE	SYNCMEM_OWNER_ID
+
+/* Bits of struct syncmem_owner.flags. */
+#define SYNCMEM_OWNER_PROCESS		(1U << 0)  /* the process's id, not the thread's */
+#define SYNCMEM_OWNER_FLAGS		SYNCMEM_OWNER_PROCESS
+
+/**
+ * struct syncmem_owner - get an owner id (handle or region fd ioctl)
+ * @id:		Out: the id (never 0, within SYNCMEM_OWNER_ID).
+ * @flags:	In: SYNCMEM_OWNER_* bits.
+ * @pad:	Must be zero.
+ *
+ * Without flags the id is the calling thread's: it stays alive while the
+ * thread runs its current program (its exit or an execve ends it). With
+ * SYNCMEM_OWNER_PROCESS it is the calling process's, alive until every
+ * thread of it has exited; async owner waits (SYNCMEM_WAIT_ASYNC_OWNER)
+ * name it. Asking again returns the same id while it is alive.
+ *
+ * The kernel learns of a process's death from the exit notification that
+ * pidfds poll, and at once looks at every owner word with waiters: a word
+ * whose owner died goes to its oldest waiter with SYNCMEM_OWNER_DIED set
+ * (SYNCMEM_WAIT_OWNER_DIED), and a free word with waiters goes to its
+ * oldest waiter (a wake-up that died with its receiver is passed on).
+ * A word nobody waits on is taken over by the next LOCK_WAIT on it.
+ * Errors: -EAGAIN (SYNCMEM_OWNERS_MAX ids of live threads in the process),
+ * -ENOMEM, -EINVAL.
+ */
+struct syncmem_owner {
+	__u64 id;
+	__u32 flags;
+	__u32 pad;
+};
+
+/* Most thread ids alive in one process. */
+#define SYNCMEM_OWNERS_MAX		65536
+
+/**
+ * struct syncmem_lock_wait - wait for an owner word (region fd ioctl)
+ * @offset:	In: byte offset of the 8-byte word, a multiple of 8.
+ * @expected:	In: the word's value seen by the caller: held by an owner
+ *		(id not 0), normally with SYNCMEM_OWNER_WAITERS set.
+ * @deadline_ns: In: as for struct syncmem_wait.
+ * @owner:	In: the caller's own id (its thread's or its process's).
+ * @flags:	In: must be zero.
+ * @pad:	Must be zero.
+ *
+ * As SYNCMEM_IOC_WAIT, and: when the word's owner is dead the caller does
+ * not sleep. If older waiters are queued the oldest takes the word over and
+ * the call returns SYNCMEM_WAIT_NOT_EQUAL (look again), else the caller
+ * takes it over: the word becomes @owner | SYNCMEM_OWNER_DIED and the call
+ * returns SYNCMEM_WAIT_OWNER_DIED. A waiter is also ended with
+ * SYNCMEM_WAIT_OWNER_DIED when the owner dies while it waits (it owns the
+ * word then), or with SYNCMEM_WAIT_HANDED_OFF by UNLOCK's hand-off (the
+ * word names it). Returns SYNCMEM_WAIT_NOT_EQUAL for a free word.
+ * Errors: -EINVAL (@owner is not the caller's), -ENOTRECOVERABLE (the
+ * word is SYNCMEM_OWNER_NOTRECOVERABLE), those of SYNCMEM_IOC_WAIT.
+ */
+struct syncmem_lock_wait {
+	__u64 offset;
+	__u64 expected;
+	__u64 deadline_ns;
+	__u64 owner;
+	__u32 flags;
+	__u32 pad;
+};
+
+/* Bits of struct syncmem_unlock.flags. */
+#define SYNCMEM_UNLOCK_HANDOFF		(1U << 0)  /* give it to the oldest waiter */
+#define SYNCMEM_UNLOCK_FLAGS		SYNCMEM_UNLOCK_HANDOFF
+
+/* Results of SYNCMEM_IOC_UNLOCK. */
+#define SYNCMEM_UNLOCK_FREED		0  /* nobody waited: the word is 0 */
+#define SYNCMEM_UNLOCK_WOKE		1  /* free with SYNCMEM_OWNER_WAITERS, oldest woken */
+#define SYNCMEM_UNLOCK_HANDED		2  /* the word names the oldest waiter */
+
+/**
+ * struct syncmem_unlock - release an owner word with waiters (region fd ioctl)
+ * @offset:	In: byte offset of the 8-byte word.
+ * @expected:	In: the word as the holder saw it; it may have gained
+ *		SYNCMEM_OWNER_WAITERS since, nothing else.
+ * @flags:	In: SYNCMEM_UNLOCK_* bits.
+ * @pad:	Must be zero.
+ *
+ * Under the queue's lock: with SYNCMEM_UNLOCK_HANDOFF and an owner waiter
+ * queued, the word becomes the oldest one's id (with SYNCMEM_OWNER_WAITERS
+ * when others still wait) and it is woken with SYNCMEM_WAIT_HANDED_OFF: the
+ * lock never becomes free, and should that waiter die before it runs, its
+ * death is an owner's death like any other. Without the flag the word
+ * becomes SYNCMEM_OWNER_WAITERS alone (free, waited on) and the oldest
+ * waiter is woken to compete for it. With nobody waiting the word becomes 0.
+ * Waiters whose owner is dead are passed over. Needs a writable region fd.
+ * Errors: -EAGAIN (the word is not @expected), -EINVAL.
+ */
+struct syncmem_unlock {
+	__u64 offset;
+	__u64 expected;
+	__u32 flags;
+	__u32 pad;
+};
+
 #define SYNCMEM_IOC_MAGIC		0xD5
 
 /* On the /dev/syncmem handle. */
@@ -495,11 +621,14 @@ struct syncmem_disarm {
 #define SYNCMEM_IOC_ARM_ON_CLOSE	_IOW(SYNCMEM_IOC_MAGIC, 0x08, struct syncmem_on_close)
 #define SYNCMEM_IOC_DISARM		_IOW(SYNCMEM_IOC_MAGIC, 0x09, struct syncmem_disarm)
 #define SYNCMEM_IOC_REGION_LIST		_IOWR(SYNCMEM_IOC_MAGIC, 0x0a, struct syncmem_region_list)
+#define SYNCMEM_IOC_OWNER		_IOWR(SYNCMEM_IOC_MAGIC, 0x0b, struct syncmem_owner)
 
 /* On a region fd. */
 #define SYNCMEM_IOC_REGION_INFO		_IOR(SYNCMEM_IOC_MAGIC, 0x10, struct syncmem_region_info)
 #define SYNCMEM_IOC_WAIT		_IOW(SYNCMEM_IOC_MAGIC, 0x11, struct syncmem_wait)
 #define SYNCMEM_IOC_NOTIFY		_IOW(SYNCMEM_IOC_MAGIC, 0x12, struct syncmem_notify)
 #define SYNCMEM_IOC_HANDOFF		_IOW(SYNCMEM_IOC_MAGIC, 0x13, struct syncmem_handoff)
+#define SYNCMEM_IOC_LOCK_WAIT		_IOW(SYNCMEM_IOC_MAGIC, 0x14, struct syncmem_lock_wait)
+#define SYNCMEM_IOC_UNLOCK		_IOW(SYNCMEM_IOC_MAGIC, 0x15, struct syncmem_unlock)
 
 #endif /* _UAPI_LINUX_SYNCMEM_H */

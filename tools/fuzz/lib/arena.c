@@ -97,7 +97,7 @@ int arena_create(struct arena *a, bool kernel)
 	/* What syncmem_open() would have built, around our own mapping. */
 	a->region = (struct syncmem_region){
 		.fd = fd, .base = mem, .size = ARENA_BYTES,
-		.lock_words = (ARENA_BYTES - sizeof(struct syncmem_lock)) / 4 + 1,
+		.lock_words = (ARENA_BYTES - sizeof(struct syncmem_lock)) / 8 + 1,
 	};
 	lay_out(&a->at);
 	for (int i = 0; i < NLOCKS; i++)

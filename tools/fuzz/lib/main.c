@@ -175,8 +175,8 @@ static void check_idle(struct arena *a, bool try_only)
 		struct syncmem_lock *l = (struct syncmem_lock *)(a->base + a->at.locks) + i;
 
 		if (l->word || l->starving)
-			finding("after the clean phase lock %d has word %#x starving %u", i, l->word,
-				l->starving);
+			finding("after the clean phase lock %d has word %#llx starving %u", i,
+				(unsigned long long)l->word, l->starving);
 	}
 	for (int i = 0; i < NSEMS; i++) {
 		struct syncmem_sem *s = (struct syncmem_sem *)(a->base + a->at.sems) + i;
@@ -195,8 +195,8 @@ static void check_idle(struct arena *a, bool try_only)
 		struct syncmem_rwlock *rw = (struct syncmem_rwlock *)(a->base + a->at.rwlocks) + i;
 
 		if (rw->readers || rw->writer || rw->turnstile.word)
-			finding("after the clean phase rwlock %d has readers %#x writer %u turnstile %#x",
-				i, rw->readers, rw->writer, rw->turnstile.word);
+			finding("after the clean phase rwlock %d has readers %#x writer %u turnstile %#llx",
+				i, rw->readers, rw->writer, (unsigned long long)rw->turnstile.word);
 	}
 }
 

@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Robust locks: a holder that dies hands the lock to the next acquirer with
+ * -EOWNERDEAD (exactly once), waiters learn of it at once, a hand-off to a
+ * waiter that dies goes on, and owner ids do not depend on PID namespaces.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "syncmem_test.h"
+
+#define MS	1000000LL
+
+struct rshared {
+	struct syncmem_lock lock;
+	struct syncmem_rwlock rw;
+	_Atomic uint32_t ready;
+	_Atomic uint32_t got;		/* results seen by children */
+	uint64_t counter;		/* protected by lock */
+	_Atomic uint32_t inside;	/* holders inside at once */
+	_Atomic uint32_t overlap;	/* mutual exclusion broken */
+	_Atomic uint32_t deadlk;	/* false -EDEADLK seen */
+};
+
+FIXTURE(robust) {
+	struct syncmem_region *r;
+	struct rshared *sh;
+};
+
+FIXTURE_SETUP(robust)
+{
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &self->r));
+	self->sh = syncmem_base(self->r);
+}
+
+FIXTURE_TEARDOWN(robust)
+{
+	syncmem_close(self->r);
+}
+
+/* A child that takes the lock, says so, and waits to be killed. */
+static pid_t holder_child(struct syncmem_region *r, struct rshared *sh)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (syncmem_lock(r, &sh->lock))
+			_exit(1);
+		sh->counter = 7;	/* half-way through its section */
+		atomic_store(&sh->ready, 1);
+		for (;;)
+			pause();
+	}
+	while (pid > 0 && !atomic_load(&sh->ready))
+		usleep(1000);
+	atomic_store(&sh->ready, 0);
+	return pid;
+}
+
+static void kill_and_reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+TEST_F(robust, dead_holder_is_reported_to_the_next_acquirer_exactly_once)
+{
+	struct rshared *sh = self->sh;
+	pid_t pid;
+
+	for (int fair = 0; fair < 2; fair++) {
+		syncmem_lock_init(&sh->lock, fair ? SYNCMEM_LOCK_FAIR : 0);
+		pid = holder_child(self->r, sh);
+		ASSERT_LT(0, pid);
+		EXPECT_EQ(-EBUSY, syncmem_trylock(self->r, &sh->lock));
+		kill_and_reap(pid);
+		/* Nobody waited: the next acquirer finds the owner dead. */
+		EXPECT_EQ(-EOWNERDEAD, syncmem_lock(self->r, &sh->lock));
+		EXPECT_EQ(7, sh->counter);
+		EXPECT_EQ(0, syncmem_lock_consistent(self->r, &sh->lock));
+		EXPECT_EQ(-EINVAL, syncmem_lock_consistent(self->r, &sh->lock));
+		EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+		/* Recovered: an ordinary lock from now on. */
+		EXPECT_EQ(0, syncmem_lock(self->r, &sh->lock));
+		EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+		EXPECT_EQ(0, sh->lock.word);
+		/* trylock takes over as well. */
+		pid = holder_child(self->r, sh);
+		ASSERT_LT(0, pid);
+		kill_and_reap(pid);
+		EXPECT_EQ(-EOWNERDEAD, syncmem_trylock(self->r, &sh->lock));
+		EXPECT_EQ(0, syncmem_lock_consistent(self->r, &sh->lock));
+		EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+	}
+}
+
+/*
+ * Blocked in syncmem_lock: records its result and when it got it; once it
+ * holds the lock, @then says what it does: UNLOCK, or REPAIR (make it
+ * consistent after -EOWNERDEAD) and unlock, recording that result.
+ */
+enum { KEEP, UNLOCK, REPAIR };
+
+struct blocked {
+	struct syncmem_region *r;
+	struct syncmem_lock *l;
+	int then;
+	int ret;
+	int64_t at;
+	int after;
+};
+
+static void *block_on_lock(void *arg)
+{
+	struct blocked *b = arg;
+
+	b->ret = syncmem_lock(b->r, b->l);
+	b->at = now_ns();
+	if (b->ret == -EOWNERDEAD && b->then == REPAIR)
+		b->after = syncmem_lock_consistent(b->r, b->l);
+	if ((b->ret == 0 || b->ret == -EOWNERDEAD) && b->then != KEEP && !b->after)
+		b->after = syncmem_unlock(b->r, b->l);
+	return NULL;
+}
+
+TEST_F(robust, waiters_are_woken_at_once_when_the_holder_dies)
+{
+	struct rshared *sh = self->sh;
+	struct blocked b[2] = { { .r = self->r, .l = &sh->lock, .then = UNLOCK },
+				{ .r = self->r, .l = &sh->lock } };
+	pthread_t t[2];
+	int64_t killed;
+	pid_t pid;
+
+	for (int fair = 0; fair < 2; fair++) {
+		syncmem_lock_init(&sh->lock, fair ? SYNCMEM_LOCK_FAIR : 0);
+		pid = holder_child(self->r, sh);
+		ASSERT_LT(0, pid);
+		for (int i = 0; i < 2; i++) {
+			ASSERT_EQ(0, pthread_create(&t[i], NULL, block_on_lock, &b[i]));
+			ASSERT_TRUE(await_waiters(self->r, i + 1));
+		}
+		killed = now_ns();
+		kill_and_reap(pid);
+		/*
+		 * The oldest waiter gets it with -EOWNERDEAD, without a
+		 * timeout, and unlocks it without repair: the other waiter
+		 * is told that it is lost.
+		 */
+		pthread_join(t[0], NULL);
+		EXPECT_EQ(-EOWNERDEAD, b[0].ret);
+		EXPECT_GT(1000 * MS, b[0].at - killed);
+		EXPECT_EQ(0, b[0].after);
+		pthread_join(t[1], NULL);
+		EXPECT_EQ(-ENOTRECOVERABLE, b[1].ret);
+		EXPECT_EQ(-ENOTRECOVERABLE, syncmem_lock(self->r, &sh->lock));
+		EXPECT_EQ(-ENOTRECOVERABLE, syncmem_trylock(self->r, &sh->lock));
+		EXPECT_EQ(0, region_waiters(self->r));
+	}
+}
+
+static void got_async(void *arg, int result)
+{
+	*(int *)arg = result;
+}
+
+/*
+ * A child that queues an async acquisition and never runs its loop: handed
+ * the lock, it cannot take it up.
+ */
+static pid_t idle_async_waiter(struct syncmem_region *r, struct rshared *sh)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct syncmem_loop *loop;
+		int res = 1;
+
+		if (syncmem_loop_new(&loop) ||
+		    syncmem_lock_async(loop, r, &sh->lock, got_async, &res))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	if (pid > 0 && !await_waiters(r, 1))
+		return -1;
+	return pid;
+}
+
+TEST_F(robust, a_hand_off_to_a_waiter_that_dies_goes_to_the_next)
+{
+	struct rshared *sh = self->sh;
+	struct blocked b = { .r = self->r, .l = &sh->lock, .then = REPAIR };
+	int64_t killed;
+	pthread_t t;
+	pid_t pid;
+
+	syncmem_lock_init(&sh->lock, SYNCMEM_LOCK_FAIR);
+	ASSERT_EQ(0, syncmem_lock(self->r, &sh->lock));
+	pid = idle_async_waiter(self->r, sh);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, pthread_create(&t, NULL, block_on_lock, &b));
+	ASSERT_TRUE(await_waiters(self->r, 2));
+	/* The child is the oldest: the kernel names it in the word. */
+	EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+	EXPECT_NE(0, sh->lock.word & SYNCMEM_OWNER_ID);
+	EXPECT_TRUE(await_waiters(self->r, 1));
+	killed = now_ns();
+	kill_and_reap(pid);
+	pthread_join(t, NULL);
+	/* It died holding it (as far as anyone can tell): the next is told. */
+	EXPECT_EQ(-EOWNERDEAD, b.ret);
+	EXPECT_GT(1000 * MS, b.at - killed);
+	EXPECT_EQ(0, b.after);
+	EXPECT_EQ(0, sh->lock.word);
+}
+
+TEST_F(robust, a_starving_waiter_that_dies_does_not_keep_the_lock_handing_off)
+{
+	struct rshared *sh = self->sh;
+	struct blocked b = { .r = self->r, .l = &sh->lock, .then = UNLOCK };
+	pthread_t t;
+
+	syncmem_lock_init(&sh->lock, 0);
+	/* What a starving waiter leaves behind when it is killed. */
+	sh->lock.starving = 1;
+	ASSERT_EQ(0, syncmem_lock(self->r, &sh->lock));
+	ASSERT_EQ(0, pthread_create(&t, NULL, block_on_lock, &b));
+	ASSERT_TRUE(await_waiters(self->r, 1));
+	EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, b.ret);
+	/* Its unlock found nobody waiting: nobody starves any more. */
+	EXPECT_EQ(0, b.after);
+	EXPECT_EQ(0, sh->lock.starving);
+	EXPECT_EQ(0, sh->lock.word);
+}
+
+/* Async: held as the process, released from another thread. */
+
+struct unlocker {
+	struct syncmem_region *r;
+	struct syncmem_lock *l;
+	int ret;
+};
+
+static void *unlock_elsewhere(void *arg)
+{
+	struct unlocker *u = arg;
+
+	u->ret = syncmem_unlock(u->r, u->l);
+	return NULL;
+}
+
+TEST_F(robust, async_acquisitions_belong_to_the_process)
+{
+	struct rshared *sh = self->sh;
+	struct unlocker u = { .r = self->r, .l = &sh->lock, .ret = -1 };
+	struct syncmem_loop *loop;
+	int result = 1;
+	pthread_t t;
+	pid_t pid;
+
+	syncmem_lock_init(&sh->lock, 0);
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, syncmem_lock_async(loop, self->r, &sh->lock, got_async, &result));
+	while (result == 1)
+		ASSERT_LE(0, syncmem_loop_run_once(loop, 1000 * MS));
+	ASSERT_EQ(0, result);
+	/* Another thread of the process finishes the work and unlocks. */
+	ASSERT_EQ(0, pthread_create(&t, NULL, unlock_elsewhere, &u));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, u.ret);
+	EXPECT_EQ(0, sh->lock.word);
+
+	/* A process that dies holding an async acquisition: recovered. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct syncmem_loop *cl;
+		int res = 1;
+
+		if (syncmem_loop_new(&cl) ||
+		    syncmem_lock_async(cl, self->r, &sh->lock, got_async, &res))
+			_exit(1);
+		while (res == 1)
+			syncmem_loop_run_once(cl, 1000 * MS);
+		atomic_store(&sh->ready, res == 0);
+		for (;;)
+			pause();
+	}
+	while (!atomic_load(&sh->ready))
+		usleep(1000);
+	atomic_store(&sh->ready, 0);
+	result = 1;
+	ASSERT_EQ(0, syncmem_lock_async(loop, self->r, &sh->lock, got_async, &result));
+	ASSERT_TRUE(await_waiters(self->r, 1));
+	kill_and_reap(pid);
+	while (result == 1)
+		ASSERT_LE(0, syncmem_loop_run_once(loop, 1000 * MS));
+	EXPECT_EQ(-EOWNERDEAD, result);
+	EXPECT_EQ(0, syncmem_lock_consistent(self->r, &sh->lock));
+	EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+	syncmem_loop_free(loop);
+}
+
+/* Lock, check exclusion, unlock: @n times. */
+static int hammer(struct syncmem_region *r, struct rshared *sh, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int ret = syncmem_lock(r, &sh->lock);
+
+		if (ret == -EDEADLK)
+			atomic_fetch_add(&sh->deadlk, 1);
+		if (ret)
+			return 1;
+		if (atomic_fetch_add(&sh->inside, 1))
+			atomic_fetch_add(&sh->overlap, 1);
+		sh->counter++;
+		atomic_fetch_sub(&sh->inside, 1);
+		if (syncmem_unlock(r, &sh->lock))
+			return 2;
+	}
+	return 0;
+}
+
+TEST_F(robust, processes_in_different_pid_namespaces_exclude_each_other)
+{
+	struct rshared *sh = self->sh;
+	enum { N = 20000 };
+	pid_t pid[2];
+
+	syncmem_lock_init(&sh->lock, 0);
+	sh->counter = 0;
+	for (int i = 0; i < 2; i++) {
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (pid[i] == 0) {
+			pid_t init;
+			int status;
+
+			/* The child's child is pid 1 (tid 1) of a new namespace. */
+			if (unshare(CLONE_NEWPID))
+				_exit(20);
+			init = fork();
+			if (init == 0) {
+				if (getpid() != 1)
+					_exit(21);
+				atomic_fetch_add(&sh->ready, 1);
+				while (atomic_load(&sh->ready) < 2)
+					;
+				_exit(hammer(self->r, sh, N));
+			}
+			if (init < 0 || waitpid(init, &status, 0) != init)
+				_exit(22);
+			_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 23);
+		}
+	}
+	EXPECT_EQ(0, wait_exit(pid[0]));
+	EXPECT_EQ(0, wait_exit(pid[1]));
+	EXPECT_EQ(2 * N, sh->counter);
+	EXPECT_EQ(0, atomic_load(&sh->overlap));
+	EXPECT_EQ(0, atomic_load(&sh->deadlk));
+	EXPECT_EQ(0, sh->lock.word);
+}
+
+TEST_F(robust, a_writer_that_dies_inside_is_reported_and_the_rwlock_goes_on)
+{
+	struct rshared *sh = self->sh;
+	pid_t pid;
+
+	syncmem_rwlock_init(&sh->rw);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (syncmem_rwlock_wrlock(self->r, &sh->rw))
+			_exit(1);
+		atomic_store(&sh->ready, 1);
+		for (;;)
+			pause();
+	}
+	while (!atomic_load(&sh->ready))
+		usleep(1000);
+	atomic_store(&sh->ready, 0);
+	kill_and_reap(pid);
+	/* A reader comes in, told that the last writer died inside. */
+	EXPECT_EQ(-EOWNERDEAD, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	/* Then it is an ordinary rwlock again. */
+	EXPECT_EQ(0, syncmem_rwlock_wrlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+}
+
+TEST(owner_ids_are_checked)
+{
+	struct syncmem_owner o = { 0 };
+	struct syncmem_owner p = { .flags = SYNCMEM_OWNER_PROCESS };
+	int dev = dev_open();
+
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	EXPECT_NE(0, o.id);
+	EXPECT_GT(SYNCMEM_OWNER_NOTRECOVERABLE, o.id);
+	ASSERT_EQ(0, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &p));
+	EXPECT_NE(o.id, p.id);
+	/* Asking again: the same ids. */
+	{
+		struct syncmem_owner again = { 0 };
+
+		ASSERT_EQ(0, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &again));
+		EXPECT_EQ(o.id, again.id);
+	}
+	/* Bad arguments. */
+	o.pad = 1;
+	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	o = (struct syncmem_owner){ .flags = 2 };
+	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	o = (struct syncmem_owner){ .id = 5 };
+	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	close(dev);
+}
+
+TEST_F(robust, lock_wait_and_unlock_check_their_arguments)
+{
+	int fd = syncmem_region_fd(self->r);
+	struct syncmem_owner mine = { 0 };
+	struct syncmem_lock_wait w = { .offset = 0, .expected = 12345,
+				       .deadline_ns = SYNCMEM_NO_DEADLINE };
+	struct syncmem_unlock u = { .offset = 0 };
+
+	ASSERT_EQ(0, raw_ioctl(fd, SYNCMEM_IOC_OWNER, &mine));
+	self->sh->lock.word = 12345;
+	/* Somebody else's id, or none: refused. */
+	w.owner = mine.id + 1000000;
+	EXPECT_EQ(-EINVAL, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
+	w.owner = 0;
+	EXPECT_EQ(-EINVAL, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
+	w.owner = mine.id;
+	w.offset = 4;
+	EXPECT_EQ(-EINVAL, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
+	w.offset = 0;
+	w.flags = 1;
+	EXPECT_EQ(-EINVAL, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
+	w.flags = 0;
+	/* A free word: take it yourself. */
+	w.expected = 0;
+	self->sh->lock.word = 0;
+	EXPECT_EQ(SYNCMEM_WAIT_NOT_EQUAL, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
+	/* An unrecoverable one: never. */
+	self->sh->lock.word = w.expected = SYNCMEM_OWNER_NOTRECOVERABLE;
+	EXPECT_EQ(-ENOTRECOVERABLE, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
+	/* 12345 was never issued: a dead owner, taken over at once. */
+	self->sh->lock.word = w.expected = 12345;
+	EXPECT_EQ(SYNCMEM_WAIT_OWNER_DIED, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
+	EXPECT_EQ(mine.id | SYNCMEM_OWNER_DIED, self->sh->lock.word);
+	/* UNLOCK: only from the state the holder saw. */
+	u.expected = 99;
+	EXPECT_EQ(-EAGAIN, raw_ioctl(fd, SYNCMEM_IOC_UNLOCK, &u));
+	u.expected = self->sh->lock.word;
+	u.flags = 2;
+	EXPECT_EQ(-EINVAL, raw_ioctl(fd, SYNCMEM_IOC_UNLOCK, &u));
+	u.flags = 0;
+	u.offset = 4;
+	EXPECT_EQ(-EINVAL, raw_ioctl(fd, SYNCMEM_IOC_UNLOCK, &u));
+	u.offset = 0;
+	EXPECT_EQ(SYNCMEM_UNLOCK_FREED, raw_ioctl(fd, SYNCMEM_IOC_UNLOCK, &u));
+	EXPECT_EQ(0, self->sh->lock.word);
+}
+
+TEST_HARNESS_MAIN
