@@ -545,7 +545,10 @@ struct syncmem_keyed {
 size_t syncmem_keyed_footprint(uint32_t nentries);	/* 0 if impossible */
 int syncmem_keyed_init(void *mem, size_t len, uint32_t nentries, struct syncmem_keyed **out);
 int syncmem_keyed_attach(void *mem, size_t len, struct syncmem_keyed **out);
-/* 0 or -ETIMEDOUT; trylock: 0 or -EBUSY. */
+/*
+ * 0 or -ETIMEDOUT; trylock: 0 or -EBUSY. -EOWNERDEAD: the key is held by the
+ * caller, its last holder died holding it (the key itself goes on as usual).
+ */
 int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 		       size_t len, int64_t timeout_ns);
 int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
@@ -553,7 +556,10 @@ int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, con
 /* -EPERM when this thread does not hold the key. */
 int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 			 size_t len);
-/* cb(arg, 0) from the loop with the key held (unlock it), or an error. */
+/*
+ * cb(arg, 0) from the loop with the key held (unlock it), cb(arg,
+ * -EOWNERDEAD) held likewise after a dead holder, or an error.
+ */
 int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			     struct syncmem_keyed *k, const void *key, size_t len,
 			     syncmem_wait_cb cb, void *arg);

@@ -112,6 +112,22 @@ static void keyed_put(struct syncmem_region *r, const struct keytab_view *v,
 	syncmem__keytab_unlock(r, v);
 }
 
+/*
+ * The key's last holder died (@ret -EOWNERDEAD): we hold it, and tell the
+ * caller so. The key has no consistent call of its own: it goes on as an
+ * ordinary key, so its lock is made consistent here.
+ */
+static int taken_over(struct syncmem_region *r, struct keytab_entry *e, int ret)
+{
+	if (ret == -EOWNERDEAD) {
+		int err = syncmem_lock_consistent(r, entry_lock(e));
+
+		if (err)
+			return err;
+	}
+	return ret;
+}
+
 int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 		       size_t len, int64_t timeout_ns)
 {
@@ -126,8 +142,9 @@ int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const 
 				&e);
 	if (ret)
 		return ret;
-	ret = syncmem_lock_timed(r, entry_lock(e), syncmem__remaining(deadline));
-	if (ret)
+	ret = taken_over(r, e, syncmem_lock_timed(r, entry_lock(e),
+						  syncmem__remaining(deadline)));
+	if (ret && ret != -EOWNERDEAD)
 		keyed_put(r, &v, e);
 	return ret;
 }
@@ -195,14 +212,15 @@ static void keyed_op_locked(void *arg, int result)
 	struct keyed_op op = *(struct keyed_op *)arg;
 
 	free(arg);
-	if (result) {
+	result = taken_over(op.r, op.e, result);
+	if (result && result != -EOWNERDEAD) {
 		keyed_put(op.r, &op.v, op.e);
 		if (op.cb)
 			op.cb(op.arg, result);
 		return;
 	}
 	if (op.cb) {
-		op.cb(op.arg, 0);
+		op.cb(op.arg, result);
 		return;
 	}
 	op.fn(op.arg);

@@ -253,10 +253,9 @@ int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
 	int ret = syncmem_lock_timed(r, &v->t->lock, wait);
 
 	/*
-	 * Its holder died: the table is only ever changed by a few stores
-	 * that every reader bounds and checks (a half-done change is at
-	 * worst an entry unreachable until its key is used again), so it is
-	 * usable as it is.
+	 * Its holder died: the table is only ever changed by a few stores,
+	 * and every reader bounds and checks what it reads, so a change left
+	 * half-done is at worst reported as -EUCLEAN. Use it as it is.
 	 */
 	if (ret == -EOWNERDEAD)
 		ret = syncmem_lock_consistent(r, &v->t->lock);

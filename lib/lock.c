@@ -193,8 +193,20 @@ static int lock_step(struct syncmem_lock *l, uint64_t id, bool quiet, uint64_t *
  * What a wait's result means for a locker: 1 the lock is ours, 2 ours after
  * a dead holder, 0 look again, or the final negative result.
  */
-static int lock_wait_result(int ret)
+static int lock_wait_result(struct syncmem_lock *l, int ret)
 {
+	switch (ret) {
+	case SYNCMEM_WAIT_HANDED_OFF:
+	case SYNCMEM_WAIT_OWNER_DIED:
+		/*
+		 * The kernel wrote our id. Acquire: pairs with the release
+		 * RMW the unlocker made before UNLOCK (the kernel's update
+		 * continues its release sequence), so its section happens
+		 * before ours.
+		 */
+		(void)__atomic_load_n(&l->word, __ATOMIC_ACQUIRE);
+		break;
+	}
 	switch (ret) {
 	case SYNCMEM_WAIT_HANDED_OFF:
 		return 1;	/* the kernel wrote our id into the word */
@@ -234,7 +246,7 @@ static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint64_t 
 			ret = -EUCLEAN;		/* the word keeps changing under us */
 			break;
 		}
-		ret = lock_wait_result(ret);
+		ret = lock_wait_result(l, ret);
 		if (ret)
 			break;
 	}
@@ -263,7 +275,7 @@ static int lock_try(struct syncmem_region *r, struct syncmem_lock *l, uint64_t i
 			return -EDEADLK;
 		ret = syncmem__lock_wait(r, &l->word, sleep_on, id, 0);
 		if (ret == SYNCMEM_WAIT_OWNER_DIED)
-			return -EOWNERDEAD;
+			return lock_wait_result(l, ret) == 2 ? -EOWNERDEAD : -EIO;
 		if (ret == SYNCMEM_WAIT_TIMED_OUT)
 			return -ETIMEDOUT;
 		if (ret < 0)
@@ -530,7 +542,7 @@ static int lock_op_try(struct lock_op *op)
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
 		if (ret == SYNCMEM_WAIT_OWNER_DIED)
-			return 2;
+			return lock_wait_result(op->l, ret);
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
 			return ret < 0 ? ret : -EIO;
 		if (syncmem__keeps_changing(ret, &changed))
@@ -551,7 +563,7 @@ static void lock_op_step(void *arg, int result)
 	int ret;
 
 	if (result == SYNCMEM_WAIT_HANDED_OFF || result == SYNCMEM_WAIT_OWNER_DIED) {
-		lock_op_finish(op, result == SYNCMEM_WAIT_OWNER_DIED ? -EOWNERDEAD : 0);
+		lock_op_finish(op, taken_result(lock_wait_result(op->l, result)));
 		return;
 	}
 	if (result < 0) {

@@ -57,7 +57,7 @@ TEST_F(lock, uncontended_lock_and_unlock_make_no_ioctl)
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
-			/* The thread's first lock caches its id (gettid, not an ioctl). */
+			/* The thread's first lock fetches its owner id (one ioctl, before the filter). */
 			if (syncmem_lock(self->r, &self->sh->lock) ||
 			    syncmem_unlock(self->r, &self->sh->lock) || forbid_ioctl())
 				_exit(10);

@@ -398,6 +398,40 @@ TEST_F(robust, a_writer_that_dies_inside_is_reported_and_the_rwlock_goes_on)
 	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
 }
 
+TEST(a_key_whose_holder_died_goes_to_the_next_locker)
+{
+	size_t len = syncmem_keyed_footprint(16);
+	struct syncmem_region *r;
+	struct syncmem_keyed *k;
+	_Atomic uint32_t *ready;
+	pid_t pid;
+
+	ASSERT_NE(0, len);
+	ASSERT_EQ(0, syncmem_open(NULL, len + 4096, 0, 0, &r));
+	ready = syncmem_base(r);
+	ASSERT_EQ(0, syncmem_keyed_init((char *)syncmem_base(r) + 4096, len, 16, &k));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (syncmem_keyed_lock(r, k, "job", 3, SYNCMEM_FOREVER))
+			_exit(1);
+		atomic_store(ready, 1);
+		for (;;)
+			pause();
+	}
+	while (!atomic_load(ready))
+		usleep(1000);
+	kill_and_reap(pid);
+	EXPECT_EQ(-EOWNERDEAD, syncmem_keyed_lock(r, k, "job", 3, SYNCMEM_FOREVER));
+	EXPECT_EQ(0, syncmem_keyed_unlock(r, k, "job", 3));
+	/* The key goes on; the dead holder's count stays (not reclaimed yet). */
+	EXPECT_EQ(0, syncmem_keyed_lock(r, k, "job", 3, SYNCMEM_FOREVER));
+	EXPECT_EQ(0, syncmem_keyed_unlock(r, k, "job", 3));
+	EXPECT_EQ(0, syncmem_keyed_trylock(r, k, "other", 5));
+	EXPECT_EQ(0, syncmem_keyed_unlock(r, k, "other", 5));
+	syncmem_close(r);
+}
+
 TEST(owner_ids_are_checked)
 {
 	struct syncmem_owner o = { 0 };
