@@ -64,7 +64,7 @@ REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tool
 
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
 
-.PHONY: all deps kmod kmod-debug kmod-rt lib selftests hosttests tools check check-host \
+.PHONY: all deps kmod kmod-debug kmod-rt lib selftests hosttests tools check check-host torture \
 	check-static check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
 all: kmod lib selftests hosttests tools
@@ -279,6 +279,13 @@ fuzz: all kmod-debug
 	$(ROOT)/tools/vm/run --kernel debug --timeout $$(( $(FUZZ_OPS) / 500 + 900 )) -- \
 		tools/fuzz --seed $(FUZZ_SEED) --ops $(FUZZ_OPS) --seconds 0
 	$(BUILD)/tools/libfuzz --seed $(FUZZ_SEED) --seconds $(FUZZ_LIB_SECONDS)
+
+# The kill torture for long, on the debug kernel (make check runs it for 20 s).
+TORTURE_SECONDS ?= 900
+torture: all kmod-debug
+	SYNCMEM_VM_LOGDIR=$(BUILD)/vm-torture $(ROOT)/tools/vm/run --kernel debug \
+		--timeout $$(( $(TORTURE_SECONDS) + 600 )) -- \
+		sh -c 'SYNCMEM_TORTURE_SECONDS=$(TORTURE_SECONDS) selftests/torture_test'
 
 demo:
 	@$(ROOT)/tools/deps

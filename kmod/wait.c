@@ -426,6 +426,25 @@ static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
 		atomic64_add((s64)value, (atomic64_t *)p);
 }
 
+/*
+ * Add @value to the 8-byte word and zero its high half, atomically. A loop:
+ * one that a peer keeps failing (it rewrites the word between every try)
+ * gives up after a few tries and adds only, which is what it would get
+ * without the flag.
+ */
+static void syncmem_word_add_clear_high(struct syncmem_region *r, u64 offset,
+					u64 value)
+{
+	u64 *p = syncmem_region_word(r, offset);
+	u64 old = READ_ONCE(*p);
+	int tries;
+
+	for (tries = 0; tries < 16; tries++)
+		if (try_cmpxchg(p, &old, (u32)(old + value)))
+			return;
+	atomic64_add((s64)value, (atomic64_t *)p);
+}
+
 /* Store @value if the word holds @expected, atomically; true if stored. */
 static bool syncmem_word_cmpxchg(struct syncmem_region *r, u64 offset,
 				 u32 size, u64 expected, u64 value)
@@ -861,7 +880,9 @@ static long syncmem_handoff_decide(struct syncmem_region *r,
 		op->want = 1;
 		return SYNCMEM_HANDOFF_WOKE;
 	}
-	if (arg->flags & SYNCMEM_HANDOFF_ADD)
+	if (arg->flags & SYNCMEM_HANDOFF_CLEAR_HIGH)
+		syncmem_word_add_clear_high(r, arg->offset, arg->value);
+	else if (arg->flags & SYNCMEM_HANDOFF_ADD)
 		syncmem_word_add(r, arg->offset, arg->size, arg->value);
 	else
 		syncmem_word_write(r, arg->offset, arg->size, arg->value);
@@ -927,6 +948,9 @@ long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.flags & ~SYNCMEM_HANDOFF_FLAGS)
+		return -EINVAL;
+	if ((arg.flags & SYNCMEM_HANDOFF_CLEAR_HIGH) &&
+	    (!(arg.flags & SYNCMEM_HANDOFF_ADD) || arg.size != 8))
 		return -EINVAL;
 	err = syncmem_word_check(r, arg.offset, arg.size, arg.value);
 	if (err)

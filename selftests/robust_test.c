@@ -432,6 +432,43 @@ TEST(a_key_whose_holder_died_goes_to_the_next_locker)
 	syncmem_close(r);
 }
 
+TEST(a_semaphore_waiter_that_dies_costs_one_system_call_not_all)
+{
+	struct syncmem_region *r;
+	struct syncmem_sem *sem;
+	pid_t pid;
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	sem = syncmem_base(r);
+	ASSERT_EQ(0, syncmem_sem_init(sem, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(syncmem_sem_wait(r, sem) ? 1 : 2);
+	ASSERT_TRUE(await_waiters(r, 1));
+	kill_and_reap(pid);
+	/* Its registration is left in the word: the first post finds out. */
+	EXPECT_NE(0, sem->word >> 32);
+	EXPECT_EQ(0, syncmem_sem_post(r, sem));
+	EXPECT_EQ(0, sem->word >> 32);
+	EXPECT_EQ(1, syncmem_sem_value(sem));
+	/* ... and the posts after it make no system call. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (forbid_ioctl())
+			_exit(10);
+		for (int i = 0; i < 100; i++)
+			if (syncmem_sem_post(r, sem) || syncmem_sem_trywait(r, sem))
+				_exit(11);
+		_exit(0);
+	}
+	EXPECT_EQ(0, wait_exit(pid));
+	EXPECT_EQ(1, syncmem_sem_value(sem));
+	EXPECT_EQ(0, syncmem_sem_wait(r, sem));
+	syncmem_close(r);
+}
+
 TEST(owner_ids_are_checked)
 {
 	struct syncmem_owner o = { 0 };
