@@ -55,6 +55,7 @@ struct syncmem_async {
 	u64 seq;			/* arrival in the pending set */
 	struct syncmem_handle *h;
 	struct syncmem_region *region;
+	u64 offset;			/* of its word */
 	refcount_t ref;
 	int result;
 	bool timed;
@@ -196,6 +197,55 @@ static void syncmem_pending_remove(struct syncmem_handle *h, struct syncmem_asyn
  * @a has been claimed (it is out of its queue): stop its timer and turn it
  * into a completion record, or drop it if the handle is closing.
  */
+/*
+ * Records dropped unread that carried a wake-up or a hand-off: passed on
+ * from process context, one after the other (passing one on may complete,
+ * and drop, another).
+ */
+static DEFINE_SPINLOCK(syncmem_pass_on_lock);
+static LIST_HEAD(syncmem_pass_on_list);	/* by a->node, dropped from h->cq */
+
+static void syncmem_pass_on_work_fn(struct work_struct *work)
+{
+	struct syncmem_async *a;
+
+	for (;;) {
+		spin_lock(&syncmem_pass_on_lock);
+		a = list_first_entry_or_null(&syncmem_pass_on_list,
+					     struct syncmem_async, node);
+		if (a)
+			list_del_init(&a->node);
+		spin_unlock(&syncmem_pass_on_lock);
+		if (!a)
+			break;
+		syncmem_wait_pass_on(a->region, a->offset, &a->w, a->result);
+		syncmem_async_put(a);
+		cond_resched();
+	}
+}
+
+static DECLARE_WORK(syncmem_pass_on_work, syncmem_pass_on_work_fn);
+
+/*
+ * Drop the owner's reference of a completed wait nobody will read; what it
+ * was given (@result) goes on to somebody else.
+ */
+static void syncmem_async_drop(struct syncmem_async *a, int result)
+{
+	/* A POST record (no region) was never a waiter: nothing to pass on. */
+	if (a->region && (result == SYNCMEM_WAIT_WOKEN ||
+			  result == SYNCMEM_WAIT_HANDED_OFF ||
+			  result == SYNCMEM_WAIT_OWNER_DIED)) {
+		a->result = result;
+		spin_lock(&syncmem_pass_on_lock);
+		list_add_tail(&a->node, &syncmem_pass_on_list);
+		spin_unlock(&syncmem_pass_on_lock);
+		queue_work(syncmem_async_wq, &syncmem_pass_on_work);
+		return;
+	}
+	syncmem_async_put(a);
+}
+
 static void syncmem_async_complete(struct syncmem_async *a, int result)
 {
 	struct syncmem_handle *h = a->h;
@@ -224,7 +274,7 @@ static void syncmem_async_complete(struct syncmem_async *a, int result)
 		wake_up_all(&h->settle_wq);
 
 	if (closed) {
-		syncmem_async_put(a);	/* the owner's: nobody will read it */
+		syncmem_async_drop(a, result);	/* nobody will read it */
 	} else {
 		wake_up_interruptible_poll(&h->wq, EPOLLIN | EPOLLRDNORM);
 		syncmem_handle_signal(h);
@@ -423,6 +473,8 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		return PTR_ERR(a);
 	}
 	a->w.observer = rdonly;
+	a->w.size = arg.size;
+	a->offset = arg.offset;
 	/* A read-only open confers no ownership: such a waiter observes. */
 	a->w.owner = rdonly ? 0 : owner;
 	ret = syncmem_wait_enqueue(r, &w, &a->w, syncmem_async_admit);
@@ -734,7 +786,7 @@ void syncmem_handle_release(struct syncmem_handle *h)
 	spin_unlock(&h->lock);
 	list_for_each_entry_safe(a, tmp, &unread, node) {
 		list_del(&a->node);
-		syncmem_async_put(a);
+		syncmem_async_drop(a, a->result);
 	}
 	syncmem_on_close_run(h);
 	syncmem_handle_put(h);

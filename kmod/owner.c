@@ -60,6 +60,7 @@ struct syncmem_owner_entry {
 	u64 id;
 	struct pid *pid;		/* thread, or thread group; referenced */
 	struct mm_struct *mm;		/* compared only; grabbed while listed */
+	u64 exec_id;			/* the program it ran (self_exec_id) */
 	bool process;
 	struct syncmem_life *life;
 	struct list_head life_node;
@@ -96,8 +97,14 @@ static bool syncmem_owner_running(const struct syncmem_owner_entry *o)
 {
 	struct task_struct *t;
 
-	if (o->process)
-		return !thread_group_exited(o->pid);
+	if (o->process) {
+		/* The group's leader, or the thread that took its place. */
+		t = pid_task(o->pid, PIDTYPE_PID);
+		if (!t || (READ_ONCE(t->exit_state) && thread_group_empty(t)))
+			return false;
+		/* An execve ended the program that had the id. */
+		return READ_ONCE(t->self_exec_id) == o->exec_id;
+	}
 	t = pid_task(o->pid, PIDTYPE_PID);
 	return t && !(READ_ONCE(t->flags) & PF_EXITING) &&
 	       READ_ONCE(t->mm) == o->mm;
@@ -276,15 +283,16 @@ static struct syncmem_life *syncmem_life_current(void)
 	return life;
 }
 
-/* Under syncmem_owner_mutex: drop the ids of the process's dead threads. */
+/*
+ * Under syncmem_owner_mutex: drop the ids of the process's dead threads, and
+ * its process id from before an execve.
+ */
 static void syncmem_life_prune(struct syncmem_life *life)
 {
 	struct syncmem_owner_entry *o, *tmp;
 	bool alive;
 
 	list_for_each_entry_safe(o, tmp, &life->owners, life_node) {
-		if (o->process)
-			continue;
 		rcu_read_lock();
 		alive = syncmem_owner_running(o);
 		rcu_read_unlock();
@@ -341,6 +349,7 @@ static s64 syncmem_owner_get(bool process)
 	o->pid = get_pid(process ? task_tgid(current) : task_pid(current));
 	o->mm = current->mm;
 	mmgrab(o->mm);
+	o->exec_id = current->self_exec_id;
 	o->life = life;
 	err = rhashtable_insert_fast(&syncmem_owners, &o->node,
 				     syncmem_owner_params);
@@ -359,10 +368,10 @@ static s64 syncmem_owner_get(bool process)
 	id = o->id;
 out:
 	scan = syncmem_scan_wanted;
-	syncmem_scan_wanted = false;
 	mutex_unlock(&syncmem_owner_mutex);
+	/* Dead thread ids were dropped: the reaper looks at their words. */
 	if (scan)
-		syncmem_owner_words_scan();
+		queue_work(system_unbound_wq, &syncmem_reap_work);
 	return id;
 }
 

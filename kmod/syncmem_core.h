@@ -43,10 +43,15 @@ struct syncmem_waiter {
 	struct list_head node;		/* in its queue while queued */
 	struct syncmem_queue *q;	/* valid while queued (under b->lock) */
 	struct syncmem_bucket *b;	/* the bucket of its word, once queued */
-	u64 seq;			/* arrival number in its bucket */
+	union {
+		u64 seq;		/* arrival number in its bucket, while queued */
+		u64 handoff_value;	/* once claimed by a HANDOFF: its value */
+	};
 	int state;	/* enum syncmem_waiter_state; leaves QUEUED under b->lock */
 	bool async;
 	bool observer;			/* read-only region fd: never handed off */
+	u8 size;			/* of its word, 4 or 8 */
+	u8 handoff_flags;		/* once claimed by a HANDOFF: its flags */
 	const bool *gone;		/* async: its handle is closing */
 	u64 owner;			/* owner waits: the id it waits as, else 0 */
 };
@@ -126,6 +131,9 @@ struct syncmem_region {
 	u64 bucket_seed;
 	atomic_t nr_waiters;
 	atomic_t nr_idle_queues;
+	/* Its owner words with waiters, under the owner-queues lock (wait.c). */
+	struct list_head owner_queues;
+	struct list_head owner_node;	/* in the regions that have some */
 
 	atomic_long_t nr_files;
 	atomic_long_t nr_mappings;
@@ -237,6 +245,8 @@ long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
 			     void __user *uarg);
 long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg);
 void syncmem_owner_words_scan(void);
+void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
+			  const struct syncmem_waiter *w, int result);
 
 /* owner.c */
 int syncmem_owner_init(void);

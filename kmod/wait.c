@@ -59,17 +59,17 @@ struct syncmem_queue {
 	struct list_head waiters;	/* writable fds' waiters, oldest first */
 	struct list_head observers;	/* read-only fds' waiters, oldest first */
 	bool idle;			/* empty but kept in the bucket */
-	bool owner_word;		/* in syncmem_owner_queues */
+	bool owner_word;		/* in its region's owner_queues */
 	struct list_head owner_node;	/* there, while it has waiters */
-	struct syncmem_region *region;	/* set with owner_word */
 };
 
 /*
- * Queues of owner words that have (or are getting) waiters: what a death
- * makes syncmem_owner_words_scan() look at. Taken inside bucket locks.
+ * Queues of owner words that have (or are getting) waiters, listed in their
+ * region, and the regions that have some: what a death makes
+ * syncmem_owner_words_scan() look at. The lock is taken inside bucket locks.
  */
 static DEFINE_SPINLOCK(syncmem_owner_queues_lock);
-static LIST_HEAD(syncmem_owner_queues);
+static LIST_HEAD(syncmem_owner_regions);
 static unsigned long syncmem_nr_owner_queues;
 
 /* A blocked WAIT; lives on the waiting task's stack. */
@@ -137,6 +137,7 @@ int syncmem_region_queues_init(struct syncmem_region *r)
 	r->bucket_seed = get_random_u64();
 	atomic_set(&r->nr_waiters, 0);
 	atomic_set(&r->nr_idle_queues, 0);
+	INIT_LIST_HEAD(&r->owner_queues);
 	return 0;
 }
 
@@ -190,6 +191,8 @@ static struct syncmem_queue *syncmem_queue_settle(struct syncmem_region *r,
 	if (q->owner_word) {
 		spin_lock(&syncmem_owner_queues_lock);
 		list_del(&q->owner_node);
+		if (list_empty(&r->owner_queues))
+			list_del(&r->owner_node);
 		syncmem_nr_owner_queues--;
 		spin_unlock(&syncmem_owner_queues_lock);
 		q->owner_word = false;
@@ -296,6 +299,12 @@ struct syncmem_wake_op {
 	long (*decide)(struct syncmem_region *r, struct syncmem_queue *q,
 		       struct syncmem_wake_op *op);
 	const void *arg;
+	const struct syncmem_handoff *handoff;	/* a HANDOFF: noted in whom it claims */
+	/*
+	 * Set by @decide: the one writable waiter to claim (with @state), the
+	 * very one it chose (a word may name it), before any batch.
+	 */
+	struct syncmem_waiter *target;
 };
 
 /*
@@ -321,6 +330,21 @@ static struct syncmem_waiter *syncmem_first_live(struct syncmem_queue *q)
 	return NULL;
 }
 
+/*
+ * Under b->lock, before claiming @w for a HANDOFF: note what it would have
+ * stored, for a record dropped unread (syncmem_wait_pass_on()). Before the
+ * claim, which is the last touch of a sleeper's waiter; its arrival number
+ * is done with already.
+ */
+static void syncmem_note_handoff(const struct syncmem_wake_op *op,
+				 struct syncmem_waiter *w)
+{
+	if (op->handoff) {
+		w->handoff_value = op->handoff->value;
+		w->handoff_flags = op->handoff->flags;
+	}
+}
+
 /* Under b->lock: claim what this batch may of @q. True if it had to stop. */
 static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q,
 			       struct syncmem_wake_op *op, u64 limit,
@@ -335,6 +359,7 @@ static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q
 			continue;
 		if (wk->nr == SYNCMEM_WAKE_BATCH)
 			return true;
+		syncmem_note_handoff(op, w);
 		syncmem_wake_claim(r, w, op->state, wk);
 		op->want--;
 	}
@@ -370,6 +395,11 @@ static long syncmem_wake_word(struct syncmem_region *r, struct syncmem_wake_op *
 			if (op->decide)
 				ret = op->decide(r, q, op);
 			first = false;
+			if (op->target) {
+				syncmem_note_handoff(op, op->target);
+				syncmem_wake_claim(r, op->target, op->state, &wk);
+				op->want = 0;
+			}
 		}
 		more = q && syncmem_wake_batch(r, q, op, limit, &wk);
 		dead = syncmem_queue_settle(r, q);
@@ -381,6 +411,18 @@ static long syncmem_wake_word(struct syncmem_region *r, struct syncmem_wake_op *
 			cond_resched();
 	} while (more && woken < INT_MAX);
 	return op->decide ? ret : woken;
+}
+
+/* The word changed outside a wake-up: wake its observers (read-only waiters). */
+static void syncmem_wake_observers(struct syncmem_region *r, u64 offset)
+{
+	struct syncmem_wake_op op = {
+		.offset = offset,
+		.state = SYNCMEM_W_WOKEN,
+		.observers = true,
+	};
+
+	syncmem_wake_word(r, &op);
 }
 
 /*
@@ -424,25 +466,6 @@ static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
 		atomic_add((int)(u32)value, (atomic_t *)p);
 	else
 		atomic64_add((s64)value, (atomic64_t *)p);
-}
-
-/*
- * Add @value to the 8-byte word and zero its high half, atomically. A loop:
- * one that a peer keeps failing (it rewrites the word between every try)
- * gives up after a few tries and adds only, which is what it would get
- * without the flag.
- */
-static void syncmem_word_add_clear_high(struct syncmem_region *r, u64 offset,
-					u64 value)
-{
-	u64 *p = syncmem_region_word(r, offset);
-	u64 old = READ_ONCE(*p);
-	int tries;
-
-	for (tries = 0; tries < 16; tries++)
-		if (try_cmpxchg(p, &old, (u32)(old + value)))
-			return;
-	atomic64_add((s64)value, (atomic64_t *)p);
 }
 
 /* Store @value if the word holds @expected, atomically; true if stored. */
@@ -576,6 +599,18 @@ static bool syncmem_live_after(struct syncmem_queue *q, struct syncmem_waiter *w
 }
 
 /*
+ * Under b->lock: the waiters bit of an owner word handed to @w: set while
+ * anybody else waits on it, observers included (they are woken whenever the
+ * word changes, so its holder's unlock must come to the kernel).
+ */
+static u64 syncmem_owner_waiters_bit(struct syncmem_queue *q,
+				     struct syncmem_waiter *w)
+{
+	return syncmem_live_after(q, w) || !list_empty(&q->observers) ?
+	       SYNCMEM_OWNER_WAITERS : 0;
+}
+
+/*
  * Under b->lock: list @q among the owner words with waiters. Done before an
  * owner waiter looks at the owner, so that a death either is seen by that
  * look or scans this queue after it (the scan lists queues under the same
@@ -587,45 +622,64 @@ static void syncmem_owner_queue_mark(struct syncmem_region *r,
 	if (q->owner_word)
 		return;
 	q->owner_word = true;
-	q->region = r;
 	spin_lock(&syncmem_owner_queues_lock);
-	list_add_tail(&q->owner_node, &syncmem_owner_queues);
+	if (list_empty(&r->owner_queues))
+		list_add_tail(&r->owner_node, &syncmem_owner_regions);
+	list_add_tail(&q->owner_node, &r->owner_queues);
 	syncmem_nr_owner_queues++;
 	spin_unlock(&syncmem_owner_queues_lock);
 }
 
 /*
- * Under b->lock: an owner word with waiters whose owner is dead, or that is
- * free (a wake-up may have died with the waiter it woke), goes to its
- * oldest live waiter: an owner waiter is handed the word (with
- * SYNCMEM_OWNER_DIED after a dead owner), any other waiter is woken to look
- * again. True if a waiter was claimed into @wk.
+ * Under b->lock: who gets an owner word holding @v that is free, or whose
+ * owner is dead (a wake-up may have died with the waiter it woke): its
+ * oldest live waiter. An owner waiter is handed the word, as *@nv (with
+ * SYNCMEM_OWNER_DIED after a dead owner), and gets *@state; any other
+ * waiter is woken to look again (*@nv is @v). NULL when the word has a live
+ * owner, is unrecoverable, or nobody can take it.
+ */
+static struct syncmem_waiter *syncmem_owner_heir(struct syncmem_queue *q, u64 v,
+						 u64 *nv, int *state)
+{
+	u64 id = v & SYNCMEM_OWNER_ID;
+	struct syncmem_waiter *w;
+
+	if (!q || id == SYNCMEM_OWNER_NOTRECOVERABLE ||
+	    (id && syncmem_owner_alive(id)))
+		return NULL;
+	w = syncmem_first_live(q);
+	if (!w)
+		return NULL;
+	*nv = v;
+	*state = SYNCMEM_W_WOKEN;
+	if (w->owner) {
+		*nv = w->owner | syncmem_owner_waiters_bit(q, w);
+		*state = SYNCMEM_W_HANDED_OFF;
+		if (id) {
+			*nv |= SYNCMEM_OWNER_DIED;
+			*state = SYNCMEM_W_OWNER_DIED;
+		}
+	}
+	return w;
+}
+
+/*
+ * Under b->lock: give an owner word with waiters that is free or whose
+ * owner is dead to its heir (above). True if a waiter was claimed into @wk.
  */
 static bool syncmem_owner_word_resolve(struct syncmem_region *r,
 				       struct syncmem_queue *q,
 				       struct syncmem_wake *wk)
 {
-	u64 v = syncmem_word_read(r, q->offset, 8);
-	u64 id = v & SYNCMEM_OWNER_ID, nv;
+	u64 v = syncmem_word_read(r, q->offset, 8), nv;
 	struct syncmem_waiter *w;
-	int state = SYNCMEM_W_HANDED_OFF;
+	int state;
 
-	if (id == SYNCMEM_OWNER_NOTRECOVERABLE || (id && syncmem_owner_alive(id)))
-		return false;
-	w = syncmem_first_live(q);
+	w = syncmem_owner_heir(q, v, &nv, &state);
 	if (!w)
 		return false;
-	if (w->owner) {
-		nv = w->owner | (syncmem_live_after(q, w) ? SYNCMEM_OWNER_WAITERS : 0);
-		if (id) {
-			nv |= SYNCMEM_OWNER_DIED;
-			state = SYNCMEM_W_OWNER_DIED;
-		}
-		if (!syncmem_word_cmpxchg(r, q->offset, 8, v, nv))
-			return false;	/* changed meanwhile: its writer acts */
-	} else {
-		state = SYNCMEM_W_WOKEN;
-	}
+	if (nv != v && !syncmem_word_cmpxchg(r, q->offset, 8, v, nv))
+		return false;	/* changed meanwhile: its writer acts */
 	syncmem_wake_claim(r, w, state, wk);
 	return true;
 }
@@ -640,22 +694,26 @@ void syncmem_owner_words_scan(void)
 {
 	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
 	struct { struct syncmem_region *r; u64 offset; } *v;
+	struct syncmem_region *rr;
 	struct syncmem_queue *q, *dead;
 	unsigned long n, i = 0;
+	bool observed;
 
 	n = READ_ONCE(syncmem_nr_owner_queues) + 16;
 	v = kvmalloc_array(n, sizeof(*v), GFP_KERNEL);
 	if (!v)
 		return;
 	spin_lock(&syncmem_owner_queues_lock);
-	list_for_each_entry(q, &syncmem_owner_queues, owner_node) {
-		if (i == n)
-			break;
-		/* A listed queue has waiters, and they hold its region. */
-		if (!kref_get_unless_zero(&q->region->ref))
-			continue;
-		v[i].r = q->region;
-		v[i++].offset = q->offset;
+	list_for_each_entry(rr, &syncmem_owner_regions, owner_node) {
+		list_for_each_entry(q, &rr->owner_queues, owner_node) {
+			if (i == n)
+				break;
+			/* A listed queue has waiters, and they hold its region. */
+			if (!kref_get_unless_zero(&rr->ref))
+				continue;
+			v[i].r = rr;
+			v[i++].offset = q->offset;
+		}
 	}
 	spin_unlock(&syncmem_owner_queues_lock);
 	n = i;
@@ -665,13 +723,17 @@ void syncmem_owner_words_scan(void)
 		spin_lock(&b->lock);
 		q = syncmem_queue_find(b, v[i].offset);
 		dead = NULL;
-		if (q && q->owner_word) {
-			syncmem_owner_word_resolve(v[i].r, q, &wk);
+		observed = false;
+		if (q && q->owner_word &&
+		    syncmem_owner_word_resolve(v[i].r, q, &wk)) {
+			observed = !list_empty(&q->observers);
 			dead = syncmem_queue_settle(v[i].r, q);
 		}
 		spin_unlock(&b->lock);
 		syncmem_wake_flush(&wk);
 		syncmem_queue_free(dead);
+		if (observed)
+			syncmem_wake_observers(v[i].r, v[i].offset);
 		syncmem_region_put(v[i].r);
 		cond_resched();
 	}
@@ -737,6 +799,7 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
 	struct syncmem_queue *q, *spare = NULL, *dead = NULL;
 	u64 id = arg->expected & SYNCMEM_OWNER_ID;
+	bool observed = false;
 	long ret;
 
 	if (w->owner && !id)
@@ -756,6 +819,7 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 			if (q) {
 				syncmem_owner_queue_mark(r, q);
 				ret = syncmem_owner_take_over(r, q, arg->expected, w, &wk);
+				observed = !list_empty(&q->observers);
 				dead = syncmem_queue_settle(r, q);
 			} else {
 				ret = syncmem_word_cmpxchg(r, arg->offset, 8, arg->expected,
@@ -791,6 +855,7 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 		syncmem_owner_queue_mark(r, q);
 		if (!syncmem_owner_alive(id)) {
 			ret = syncmem_owner_take_over(r, q, arg->expected, w, &wk);
+			observed = !list_empty(&q->observers);
 			dead = syncmem_queue_settle(r, q);
 			goto unlock;
 		}
@@ -808,6 +873,8 @@ unlock:
 	syncmem_wake_flush(&wk);
 	syncmem_queue_free(dead);
 	syncmem_queue_free(spare);
+	if (observed)
+		syncmem_wake_observers(r, arg->offset);
 	return ret;
 }
 
@@ -817,6 +884,7 @@ static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
 	struct syncmem_sync_waiter sw = {
 		.w.observer = observer,
 		.w.owner = owner,
+		.w.size = arg->size,
 		.task = current,
 	};
 	long ret;
@@ -824,7 +892,17 @@ static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
 	ret = syncmem_wait_enqueue(r, arg, &sw.w, NULL);
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		return ret;
-	return syncmem_waiter_sleep(r, &sw.w, arg->deadline_ns);
+	ret = syncmem_waiter_sleep(r, &sw.w, arg->deadline_ns);
+	/*
+	 * Claimed just as a fatal signal came: we will never return to take
+	 * it up, so what we were given goes on now.
+	 */
+	if ((ret == SYNCMEM_WAIT_WOKEN || ret == SYNCMEM_WAIT_HANDED_OFF ||
+	     ret == SYNCMEM_WAIT_OWNER_DIED) && fatal_signal_pending(current)) {
+		syncmem_wait_pass_on(r, arg->offset, &sw.w, ret);
+		return -EINTR;
+	}
+	return ret;
 }
 
 static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
@@ -876,13 +954,10 @@ static long syncmem_handoff_decide(struct syncmem_region *r,
 {
 	const struct syncmem_handoff *arg = op->arg;
 
-	if (q && syncmem_first_live(q)) {
-		op->want = 1;
+	op->target = q ? syncmem_first_live(q) : NULL;
+	if (op->target)
 		return SYNCMEM_HANDOFF_WOKE;
-	}
-	if (arg->flags & SYNCMEM_HANDOFF_CLEAR_HIGH)
-		syncmem_word_add_clear_high(r, arg->offset, arg->value);
-	else if (arg->flags & SYNCMEM_HANDOFF_ADD)
+	if (arg->flags & SYNCMEM_HANDOFF_ADD)
 		syncmem_word_add(r, arg->offset, arg->size, arg->value);
 	else
 		syncmem_word_write(r, arg->offset, arg->size, arg->value);
@@ -898,6 +973,7 @@ static long syncmem_handoff(struct syncmem_region *r,
 		.state = SYNCMEM_W_HANDED_OFF,
 		.decide = syncmem_handoff_decide,
 		.arg = arg,
+		.handoff = arg,
 	};
 
 	return syncmem_wake_word(r, &op);
@@ -948,9 +1024,6 @@ long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.flags & ~SYNCMEM_HANDOFF_FLAGS)
-		return -EINVAL;
-	if ((arg.flags & SYNCMEM_HANDOFF_CLEAR_HIGH) &&
-	    (!(arg.flags & SYNCMEM_HANDOFF_ADD) || arg.size != 8))
 		return -EINVAL;
 	err = syncmem_word_check(r, arg.offset, arg.size, arg.value);
 	if (err)
@@ -1006,8 +1079,7 @@ static long syncmem_unlock_decide(struct syncmem_region *r,
 		nv = 0;
 		ret = SYNCMEM_UNLOCK_FREED;
 	} else if ((arg->flags & SYNCMEM_UNLOCK_HANDOFF) && w->owner) {
-		nv = w->owner |
-		     (syncmem_live_after(q, w) ? SYNCMEM_OWNER_WAITERS : 0);
+		nv = w->owner | syncmem_owner_waiters_bit(q, w);
 		ret = SYNCMEM_UNLOCK_HANDED;
 		op->state = SYNCMEM_W_HANDED_OFF;
 	} else {
@@ -1017,10 +1089,8 @@ static long syncmem_unlock_decide(struct syncmem_region *r,
 	/* A waiter may set the waiters bit meanwhile: the caller retries. */
 	if (!syncmem_word_cmpxchg(r, arg->offset, 8, v, nv))
 		return -EAGAIN;
-	if (w)
-		op->want = 1;
-	else
-		op->observers = true;	/* the word changed */
+	op->target = w;
+	op->observers = true;	/* the word changed */
 	return ret;
 }
 
@@ -1043,4 +1113,100 @@ long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg)
 		return err;
 	op.offset = arg.offset;
 	return syncmem_wake_word(r, &op);
+}
+
+/* A wake-up that reached nobody: the word's heir, if it has one, gets it. */
+static long syncmem_owner_poke_decide(struct syncmem_region *r,
+				      struct syncmem_queue *q,
+				      struct syncmem_wake_op *op)
+{
+	u64 v = syncmem_word_read(r, op->offset, 8), nv;
+	struct syncmem_waiter *w;
+	int state;
+
+	w = syncmem_owner_heir(q, v, &nv, &state);
+	if (!w)
+		return 0;
+	if (nv != v && !syncmem_word_cmpxchg(r, op->offset, 8, v, nv))
+		return 0;
+	op->target = w;
+	op->state = state;
+	op->observers = nv != v;
+	return 1;
+}
+
+/*
+ * The word names @arg's owner, who will never take it up: pass it on as
+ * UNLOCK's hand-off would, keeping SYNCMEM_OWNER_DIED (the state it guards
+ * is still unrepaired). With nobody to take it, a word that is not dirty is
+ * freed; a dirty one is left to SYNCMEM_OWNER_GONE, so that its next taker
+ * is told.
+ */
+static long syncmem_owner_give_up_decide(struct syncmem_region *r,
+					 struct syncmem_queue *q,
+					 struct syncmem_wake_op *op)
+{
+	const u64 *owner = op->arg;
+	u64 v = syncmem_word_read(r, op->offset, 8), nv;
+	u64 died = v & SYNCMEM_OWNER_DIED;
+	struct syncmem_waiter *w;
+
+	if ((v & SYNCMEM_OWNER_ID) != *owner)
+		return 0;
+	w = q ? syncmem_first_live(q) : NULL;
+	if (w && w->owner) {
+		nv = w->owner | died | syncmem_owner_waiters_bit(q, w);
+		op->state = died ? SYNCMEM_W_OWNER_DIED : SYNCMEM_W_HANDED_OFF;
+	} else {
+		nv = (died ? SYNCMEM_OWNER_GONE | died : 0) |
+		     (w || (q && !list_empty(&q->observers)) ? SYNCMEM_OWNER_WAITERS : 0);
+	}
+	if (!syncmem_word_cmpxchg(r, op->offset, 8, v, nv))
+		return 0;	/* somebody wrote it: theirs now */
+	op->target = w;
+	op->observers = true;	/* the word changed */
+	return 1;
+}
+
+/**
+ * syncmem_wait_pass_on - a completed wait whose record nobody will read
+ * @r:		The region of its word (a reference is held by the caller).
+ * @offset:	The word.
+ * @w:		The waiter (async), claimed with @result.
+ * @result:	SYNCMEM_WAIT_WOKEN, _HANDED_OFF or _OWNER_DIED.
+ *
+ * Its handle was closed first. What it was given goes on, as if it had
+ * never been queued: a wake-up to the next waiter, a hand-off to the next
+ * waiter or else into the word (the store or add it would have made), an
+ * owner word to the next waiter or else freed. Process context.
+ */
+void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
+			  const struct syncmem_waiter *w, int result)
+{
+	struct syncmem_handoff h;
+	struct syncmem_wake_op op = {
+		.offset = offset,
+		.state = SYNCMEM_W_WOKEN,
+		.arg = &w->owner,
+	};
+
+	if (w->observer)
+		return;		/* observers are owed nothing */
+	if (w->owner) {
+		op.decide = result == SYNCMEM_WAIT_WOKEN ? syncmem_owner_poke_decide :
+			    syncmem_owner_give_up_decide;
+		syncmem_wake_word(r, &op);
+		return;
+	}
+	if (result == SYNCMEM_WAIT_HANDED_OFF) {
+		h = (struct syncmem_handoff){
+			.offset = offset,
+			.value = w->handoff_value,
+			.size = w->size,
+			.flags = w->handoff_flags,
+		};
+		syncmem_handoff(r, &h);
+		return;
+	}
+	syncmem_notify(r, offset, 1);
 }

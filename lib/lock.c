@@ -583,7 +583,7 @@ static void lock_op_step(void *arg, int result)
  */
 static void abandon_taken_over(struct syncmem_region *r, struct syncmem_lock *l)
 {
-	__atomic_store_n(&l->word, (SYNCMEM_OWNER_NOTRECOVERABLE - 1) | LOCK_DIED | LOCK_WAITERS,
+	__atomic_store_n(&l->word, SYNCMEM_OWNER_GONE | LOCK_DIED | LOCK_WAITERS,
 			 __ATOMIC_RELEASE);
 	syncmem_notify(r, &l->word, UINT32_MAX);
 }

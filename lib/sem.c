@@ -15,10 +15,7 @@
  *
  * A handed-off waiter unregisters itself afterwards; meanwhile post() takes
  * the kernel path and finds the next waiter or counts the unit: correct,
- * just not syscall-free for that moment. A post that the kernel finds
- * nobody queued for also resets the count of registered waiters in the same
- * step (those that died while registered never unregister); one registered
- * but not yet asleep sees the word change and registers again.
+ * just not syscall-free for that moment.
  *
  * Units above SYNCMEM_SEM_VALUE_MAX and waiters at or above 2^31 are never
  * written by this library: -EUCLEAN, as is a CAS loop that keeps failing
@@ -72,12 +69,10 @@ static int sem_try(struct syncmem__acq *a, uint64_t *expected)
 	uint32_t failed = 0;
 
 	for (;;) {
-		if (a->registered && !sem_waiters(v))
-			/*
-			 * A post found nobody queued and reset the count
-			 * (waiters that died leave theirs): count us again.
-			 */
-			a->registered = false;
+		if (a->registered && !sem_waiters(v)) {
+			a->registered = false;	/* our count was taken away */
+			return -EUCLEAN;
+		}
 		if (sem_corrupt(v))
 			return -EUCLEAN;
 		if (sem_units(v) && (a->registered || !sem_waiters(v))) {
@@ -107,20 +102,14 @@ static void sem_unregister(struct syncmem__acq *a)
 {
 	struct syncmem_sem *s = a->obj;
 
-	uint64_t v;
-
-	if (!a->registered)
-		return;
-	a->registered = false;
 	/*
-	 * Relaxed: only a count. A post may have reset it meanwhile (see
-	 * syncmem_sem_post()): never take it below zero.
+	 * Relaxed: only a count. A peer may have zeroed the waiters meanwhile;
+	 * the word then wraps to a corrupt value the next call reports.
 	 */
-	v = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
-	while (sem_waiters(v) &&
-	       !__atomic_compare_exchange_n(&s->word, &v, v - SEM_WAITER, true, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
-		;
+	if (a->registered) {
+		__atomic_fetch_sub(&s->word, SEM_WAITER, __ATOMIC_RELAXED);
+		a->registered = false;
+	}
 }
 
 /*
@@ -228,13 +217,6 @@ int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s)
 	 * load in sem_handed() synchronizes with our section.
 	 */
 	__atomic_fetch_add(&s->word, 0, __ATOMIC_RELEASE);
-	/*
-	 * With nobody queued, the kernel also resets the count of registered
-	 * waiters: a waiter that died registered would otherwise send every
-	 * later post to the kernel. One registered but not yet queued sees the
-	 * word change, and counts itself again.
-	 */
-	ret = syncmem__handoff(r, &s->word, 8, 1,
-			       SYNCMEM_HANDOFF_ADD | SYNCMEM_HANDOFF_CLEAR_HIGH);
+	ret = syncmem__handoff(r, &s->word, 8, 1, SYNCMEM_HANDOFF_ADD);
 	return ret < 0 ? ret : 0;
 }

@@ -39,6 +39,7 @@ struct tshared {
 	_Atomic uint64_t errors;		/* any other unexpected result */
 	_Atomic uint64_t sections;
 	_Atomic int last_error;
+	_Atomic uint64_t last_word;		/* the lock word it was met with */
 };
 
 static uint32_t rnd(uint32_t *s)
@@ -89,8 +90,10 @@ static int repair_and_unlock(struct syncmem_region *r, struct tshared *sh, int i
 {
 	if (i == 3)
 		return syncmem_rwlock_unlock(r, &sh->rw);	/* goes on by itself */
-	if (ret == -EOWNERDEAD && syncmem_lock_consistent(r, &sh->locks[i]))
-		return -1;
+	atomic_store(&sh->last_word, sh->locks[i].word);
+	ret = ret == -EOWNERDEAD ? syncmem_lock_consistent(r, &sh->locks[i]) : 0;
+	if (ret)
+		return ret - 100;
 	return syncmem_unlock(r, &sh->locks[i]);
 }
 
@@ -108,8 +111,10 @@ static void async_locked(void *arg, int result)
 
 	if (result == 0 || result == -EOWNERDEAD) {
 		section(c->sh, c->i, result, c->s);
-		if (repair_and_unlock(c->r, c->sh, c->i, result))
-			error(c->sh, -1000);
+		int ret = repair_and_unlock(c->r, c->sh, c->i, result);
+
+		if (ret)
+			error(c->sh, ret - 1000 * (result == -EOWNERDEAD ? 2 : 1));
 	} else {
 		error(c->sh, result);
 	}
@@ -177,7 +182,20 @@ static int take_everything(struct syncmem_region *r, struct tshared *sh, uint32_
 	return 0;
 }
 
-TEST(kill_torture)
+FIXTURE(torture) {
+	int unused;
+};
+
+FIXTURE_SETUP(torture)
+{
+}
+
+FIXTURE_TEARDOWN(torture)
+{
+}
+
+/* Its own length bounds it (SYNCMEM_TORTURE_SECONDS); the harness's limit is a backstop. */
+TEST_F_TIMEOUT(torture, kill_torture, 7200)
 {
 	const char *env = getenv("SYNCMEM_TORTURE_SECONDS");
 	int64_t end = now_ns() + (env ? atoll(env) : 20) * 1000 * MS;
@@ -233,7 +251,8 @@ TEST(kill_torture)
 	EXPECT_EQ(0, atomic_load(&sh->dirty_unreported));
 	EXPECT_EQ(0, atomic_load(&sh->errors));
 	if (atomic_load(&sh->errors))
-		TH_LOG("last unexpected result %d", atomic_load(&sh->last_error));
+		TH_LOG("last unexpected result %d, lock word %#llx", atomic_load(&sh->last_error),
+		       (unsigned long long)atomic_load(&sh->last_word));
 	/* A death is reported at most once (a kill leaves at most one lock held). */
 	EXPECT_GE(kills + NWORKERS, reports);
 	for (int i = 0; i < NLOCKS; i++)

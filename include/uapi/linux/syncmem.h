@@ -297,9 +297,7 @@ struct syncmem_notify {
 
 /* Bits of struct syncmem_handoff.flags. */
 #define SYNCMEM_HANDOFF_ADD		(1U << 0)  /* add @value instead of storing it */
-/* With ADD and @size 8: when storing, also zero the word's high 32 bits. */
-#define SYNCMEM_HANDOFF_CLEAR_HIGH	(1U << 1)
-#define SYNCMEM_HANDOFF_FLAGS		(SYNCMEM_HANDOFF_ADD | SYNCMEM_HANDOFF_CLEAR_HIGH)
+#define SYNCMEM_HANDOFF_FLAGS		SYNCMEM_HANDOFF_ADD
 
 /* Results of SYNCMEM_IOC_HANDOFF. */
 #define SYNCMEM_HANDOFF_STORED		0  /* nobody waited: @value was stored */
@@ -319,13 +317,8 @@ struct syncmem_notify {
  * and leave the word alone; otherwise store @value, or with
  * SYNCMEM_HANDOFF_ADD atomically add it (modulo 2^(8 * @size)), and wake the
  * read-only waiters of the word (the word changed): a semaphore's post hands
- * a unit to the oldest waiter or else counts it. With SYNCMEM_HANDOFF_ADD |
- * SYNCMEM_HANDOFF_CLEAR_HIGH (@size 8) the add also zeroes the high 32 bits
- * in the same atomic step, decided under the queue's lock: a semaphore
- * whose count of registered waiters (high half) includes waiters that died
- * is reset, since nobody is queued at that instant. Never fails for lack of
- * memory. Needs a writable region fd; CLEAR_HIGH without ADD, or with
- * @size 4, is -EINVAL.
+ * a unit to the oldest waiter or else counts it. Never fails for lack of
+ * memory. Needs a writable region fd.
  */
 struct syncmem_handoff {
 	__u64 offset;
@@ -515,6 +508,8 @@ struct syncmem_disarm {
 #define SYNCMEM_OWNER_ID		(SYNCMEM_OWNER_DIED - 1)
 /* An id never issued: the word's lock can no longer be taken (no recovery). */
 #define SYNCMEM_OWNER_NOTRECOVERABLE	SYNCMEM_OWNER_ID
+/* An id never issued, for a holder that is gone: the next taker is told. */
+#define SYNCMEM_OWNER_GONE		(SYNCMEM_OWNER_ID - 1)
 
 /* Bits of struct syncmem_owner.flags. */
 #define SYNCMEM_OWNER_PROCESS		(1U << 0)  /* the process's id, not the thread's */
