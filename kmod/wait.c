@@ -699,11 +699,18 @@ void syncmem_owner_words_scan(void)
 	unsigned long n, i = 0;
 	bool observed;
 
-	n = READ_ONCE(syncmem_nr_owner_queues) + 16;
-	v = kvmalloc_array(n, sizeof(*v), GFP_KERNEL);
-	if (!v)
-		return;
-	spin_lock(&syncmem_owner_queues_lock);
+	for (;;) {
+		n = READ_ONCE(syncmem_nr_owner_queues) + 16;
+		v = kvmalloc_array(n, sizeof(*v), GFP_KERNEL);
+		if (!v)
+			return;
+		spin_lock(&syncmem_owner_queues_lock);
+		/* Every listed queue must fit: one missed would sleep on. */
+		if (syncmem_nr_owner_queues <= n)
+			break;
+		spin_unlock(&syncmem_owner_queues_lock);
+		kvfree(v);
+	}
 	list_for_each_entry(rr, &syncmem_owner_regions, owner_node) {
 		list_for_each_entry(q, &rr->owner_queues, owner_node) {
 			if (i == n)
