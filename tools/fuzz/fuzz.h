@@ -62,6 +62,9 @@ enum op {
 	OP_NOTIFY,
 	OP_HANDOFF,
 	OP_HANDOFF_ADD,
+	OP_OWNER,
+	OP_LOCK_WAIT,
+	OP_UNLOCK,
 	/* An ioctl number the fd does not know (or of the other fd kind). */
 	OP_UNKNOWN_IOCTL,
 	/* Other calls on syncmem files. */

@@ -34,10 +34,13 @@ static const struct {
 	{ SYNCMEM_IOC_ARM_ON_CLOSE,	K_HANDLE, OP_ARM_ON_CLOSE, false },
 	{ SYNCMEM_IOC_DISARM,		K_HANDLE, OP_DISARM, false },
 	{ SYNCMEM_IOC_REGION_LIST,	K_HANDLE, OP_REGION_LIST, false },
+	{ SYNCMEM_IOC_OWNER,		K_HANDLE, OP_OWNER, true },
 	{ SYNCMEM_IOC_REGION_INFO,	K_REGION, OP_REGION_INFO, true },
 	{ SYNCMEM_IOC_WAIT,		K_REGION, OP_WAIT, false },
 	{ SYNCMEM_IOC_NOTIFY,		K_REGION, OP_NOTIFY, false },
 	{ SYNCMEM_IOC_HANDOFF,		K_REGION, OP_HANDOFF, false },
+	{ SYNCMEM_IOC_LOCK_WAIT,	K_REGION, OP_LOCK_WAIT, false },
+	{ SYNCMEM_IOC_UNLOCK,		K_REGION, OP_UNLOCK, false },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -73,9 +76,10 @@ static void unknown_ioctl(struct thread_ctx *t)
 	case 0: {	/* a real command of the other kind */
 		unsigned int i;
 
+		/* OWNER is on both kinds of fd. */
 		do
 			i = (unsigned int)rng_below(&t->rng, NCMDS);
-		while (cmds[i].kind == kind);
+		while (cmds[i].kind == kind || cmds[i].op == OP_OWNER);
 		cmd = cmds[i].cmd;
 		break;
 	}
@@ -84,7 +88,7 @@ static void unknown_ioctl(struct thread_ctx *t)
 		      ((1 + rng_below(&t->rng, 3)) << _IOC_SIZESHIFT);
 		break;
 	default: {	/* a number nobody uses */
-		unsigned int nr = 0x14 + (unsigned int)rng_below(&t->rng, 0xec);
+		unsigned int nr = 0x16 + (unsigned int)rng_below(&t->rng, 0xea);
 
 		cmd = _IOC(rng_below(&t->rng, 4), SYNCMEM_IOC_MAGIC, nr,
 			   rng_below(&t->rng, sizeof(buf)));
@@ -111,7 +115,8 @@ static void bad_struct_pointer(struct thread_ctx *t)
 		return;
 	if (cmds[i].op == OP_REGION_LIST && !shared->abi2_checks)
 		v = DOCUMENTED;
-	if ((cmds[i].op == OP_NOTIFY || cmds[i].op == OP_HANDOFF) && o.rdonly)
+	if ((cmds[i].op == OP_NOTIFY || cmds[i].op == OP_HANDOFF || cmds[i].op == OP_UNLOCK) &&
+	    o.rdonly)
 		v = EXACTLY(-EBADF);
 	p = bad_pointer(&t->rng, cmds[i].output);
 	ret = xioctl(o.fd, cmds[i].cmd, p);

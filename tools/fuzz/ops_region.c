@@ -2,6 +2,7 @@
 /*
  * Region fd ioctls with meaningful arguments: REGION_INFO, WAIT, NOTIFY and
  * HANDOFF (storing and adding) on the words other threads and processes use,
+ * and the owner-word calls (OWNER, LOCK_WAIT, UNLOCK) on the same words,
  * through writable and read-only fds.
  */
 #define _GNU_SOURCE
@@ -120,6 +121,73 @@ static void region_handoff(struct thread_ctx *t, const struct obj *o, int slot)
 				 obj_unchanged(slot, o)), what);
 }
 
+/* The calling thread's (or process's) owner id, from OWNER on @fd; 0 if none. */
+static uint64_t owner_id(int fd, bool process)
+{
+	struct syncmem_owner own = { .flags = process ? SYNCMEM_OWNER_PROCESS : 0 };
+	long ret = xioctl(fd, SYNCMEM_IOC_OWNER, &own);
+	char what[80];
+
+	snprintf(what, sizeof(what), "fd %d %s id", fd, process ? "process" : "thread");
+	if (!tally(OP_OWNER, ret, DOCUMENTED, what) || ret)
+		return 0;
+	if (!own.id || own.id >= SYNCMEM_OWNER_NOTRECOVERABLE - 1)
+		finding("OWNER issued id %#llx, outside 1..2^62-3: %s",
+			(unsigned long long)own.id, what);
+	return own.id;
+}
+
+static void region_lock_wait(struct thread_ctx *t, const struct obj *o, int slot)
+{
+	struct syncmem_lock_wait w = {
+		.offset = pick_offset(&t->rng, o->size, 8),
+		.deadline_ns = pick_deadline(&t->rng, rng_chance(&t->rng, 1, 3)),
+	};
+	char what[200];
+	long ret;
+	bool stable;
+
+	w.owner = owner_id(o->fd, rng_chance(&t->rng, 1, 4));
+	if (rng_chance(&t->rng, 1, 8))
+		w.owner += 1 + rng_below(&t->rng, 1000);	/* most likely not ours */
+	w.expected = pick_expected(&t->rng, o->rid, w.offset, 8);
+	if (rng_chance(&t->rng, 1, 2))
+		w.expected |= SYNCMEM_OWNER_WAITERS;
+	if (w.deadline_ns == SYNCMEM_NO_DEADLINE && FOREVER_BEGIN())
+		return;	/* released by the stop */
+	ret = xioctl(o->fd, SYNCMEM_IOC_LOCK_WAIT, &w);
+	forever_end();
+	stable = obj_unchanged(slot, o);
+	snprintf(what, sizeof(what), "fd %d (%s, %llu bytes) offset %llu expected %#llx owner %#llx",
+		 o->fd, o->rdonly ? "ro" : "rw", (unsigned long long)o->size,
+		 (unsigned long long)w.offset, (unsigned long long)w.expected,
+		 (unsigned long long)w.owner);
+	if (!tally(OP_LOCK_WAIT, ret, if_stable(DOCUMENTED, stable), what) || !stable)
+		return;
+	if (ret == SYNCMEM_WAIT_QUEUED)
+		finding("LOCK_WAIT returned QUEUED: %s", what);
+	if (o->rdonly && (ret == SYNCMEM_WAIT_HANDED_OFF || ret == SYNCMEM_WAIT_OWNER_DIED))
+		finding("LOCK_WAIT through a read-only fd got the word (%ld): %s", ret, what);
+}
+
+static void region_unlock(struct thread_ctx *t, const struct obj *o, int slot)
+{
+	struct syncmem_unlock u = {
+		.offset = pick_offset(&t->rng, o->size, 8),
+		.flags = rng_chance(&t->rng, 1, 2) ? SYNCMEM_UNLOCK_HANDOFF : 0,
+	};
+	char what[160];
+	long ret;
+
+	u.expected = pick_expected(&t->rng, o->rid, u.offset, 8);
+	ret = xioctl(o->fd, SYNCMEM_IOC_UNLOCK, &u);
+	snprintf(what, sizeof(what), "fd %d (%s, %llu bytes) offset %llu expected %#llx flags %u",
+		 o->fd, o->rdonly ? "ro" : "rw", (unsigned long long)o->size,
+		 (unsigned long long)u.offset, (unsigned long long)u.expected, u.flags);
+	tally(OP_UNLOCK, ret, if_stable(o->rdonly ? EXACTLY(-EBADF) : DOCUMENTED,
+				       obj_unchanged(slot, o)), what);
+}
+
 void op_region(struct thread_ctx *t)
 {
 	struct obj o;
@@ -129,7 +197,7 @@ void op_region(struct thread_ctx *t)
 		open_region(t, NULL, 0);
 		return;
 	}
-	switch (rng_below(&t->rng, 10)) {
+	switch (rng_below(&t->rng, 13)) {
 	case 0:
 		region_info(t, &o, slot);
 		break;
@@ -139,8 +207,14 @@ void op_region(struct thread_ctx *t)
 	case 5: case 6: case 7:
 		region_notify(t, &o, slot);
 		break;
-	default:
+	case 8: case 9:
 		region_handoff(t, &o, slot);
+		break;
+	case 10: case 11:
+		region_lock_wait(t, &o, slot);
+		break;
+	default:
+		region_unlock(t, &o, slot);
 		break;
 	}
 }
