@@ -51,7 +51,8 @@ static const struct expect expects[OP_NR] = {
 	[OP_UNLOCK]	    = { "UNLOCK", SYNCMEM_UNLOCK_HANDED, { EINVAL, EFAULT, EBADF, EAGAIN } },
 	[OP_UNKNOWN_IOCTL]  = { "unknown ioctl", -1, { ENOTTY } },
 	[OP_READ]	    = { "read", ANY_RESULT, { EAGAIN, EINVAL, EFAULT } },
-	[OP_POLL]	    = { "poll", 1, { 0 } },
+	/* poll() is never restarted after a handler (signal(7)): SIGUSR1 ends it. */
+	[OP_POLL]	    = { "poll", 1, { EINTR } },
 	[OP_MMAP]	    = { "mmap", 0, { EINVAL, EPERM, EACCES, ENOMEM } },
 	[OP_MPROTECT]	    = { "mprotect", 0, { EACCES, EINVAL, ENOMEM } },
 	[OP_MREMAP]	    = { "mremap", 0, { EFAULT, EINVAL, ENOMEM } },
