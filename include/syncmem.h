@@ -105,6 +105,11 @@ int syncmem_wait32(struct syncmem_region *r, const uint32_t *addr,
 		   uint32_t expected, int64_t timeout_ns);
 int syncmem_wait64(struct syncmem_region *r, const uint64_t *addr,
 		   uint64_t expected, int64_t timeout_ns);
+/* The same, but a signal whose handler runs ends the wait with -EINTR. */
+int syncmem_wait32_interruptible(struct syncmem_region *r, const uint32_t *addr,
+				 uint32_t expected, int64_t timeout_ns);
+int syncmem_wait64_interruptible(struct syncmem_region *r, const uint64_t *addr,
+				 uint64_t expected, int64_t timeout_ns);
 
 /*
  * Wake up to @count waiters of the word at @addr (4-byte aligned), oldest
@@ -345,6 +350,12 @@ int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l);
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns);
 /* 0, -EOWNERDEAD (held), -EBUSY, -ENOTRECOVERABLE, -EDEADLK, ... */
 int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l);
+/*
+ * As syncmem_lock_timed, but a signal whose handler runs ends the wait with
+ * -EINTR (the other calls go back to waiting once the handler returns).
+ */
+int syncmem_lock_interruptible(struct syncmem_region *r, struct syncmem_lock *l,
+			       int64_t timeout_ns);
 
 /*
  * -EPERM when not locked, or locked by another thread (a lock taken

@@ -534,7 +534,8 @@ bool syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 
 /* Sleep until claimed, the deadline passes or a signal arrives. */
 static long syncmem_waiter_sleep(struct syncmem_region *r,
-				 struct syncmem_waiter *w, u64 deadline)
+				 struct syncmem_waiter *w, u64 deadline,
+				 bool interruptible)
 {
 	struct hrtimer_sleeper timer;
 	bool timed = deadline != SYNCMEM_NO_DEADLINE;
@@ -585,7 +586,9 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 		 * syscall restarts with the same arguments, hence the same
 		 * absolute deadline (a fatal signal never comes back).
 		 */
-		return expired ? SYNCMEM_WAIT_TIMED_OUT : -ERESTARTNOINTR;
+		if (expired)
+			return SYNCMEM_WAIT_TIMED_OUT;
+		return interruptible ? -EINTR : -ERESTARTNOINTR;
 	}
 }
 
@@ -899,7 +902,8 @@ static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
 	ret = syncmem_wait_enqueue(r, arg, &sw.w, NULL);
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		return ret;
-	ret = syncmem_waiter_sleep(r, &sw.w, arg->deadline_ns);
+	ret = syncmem_waiter_sleep(r, &sw.w, arg->deadline_ns,
+				   arg->flags & SYNCMEM_WAIT_INTERRUPTIBLE);
 	/*
 	 * Claimed just as a fatal signal came: we will never return to take
 	 * it up, so what we were given goes on now.
@@ -989,7 +993,7 @@ static long syncmem_handoff(struct syncmem_region *r,
 /* Validate a word of @r for a wait (also used by async waits). */
 int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg)
 {
-	if (arg->flags)
+	if (arg->flags & ~SYNCMEM_WAIT_FLAGS)
 		return -EINVAL;
 	return syncmem_word_check(r, arg->offset, arg->size, arg->expected);
 }
@@ -1047,13 +1051,14 @@ long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags || arg.pad)
+	if ((arg.flags & ~SYNCMEM_WAIT_FLAGS) || arg.pad)
 		return -EINVAL;
 	w = (struct syncmem_wait){
 		.offset = arg.offset,
 		.expected = arg.expected,
 		.deadline_ns = arg.deadline_ns,
 		.size = 8,
+		.flags = arg.flags,
 	};
 	err = syncmem_wait_check(r, &w);
 	if (err)

@@ -105,6 +105,10 @@ int64_t syncmem__remaining(uint64_t deadline);
 int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t width,
 			uint64_t expected, uint64_t deadline_ns);
 
+/* The same with SYNCMEM_WAIT_* @flags (the ioctl's own). */
+int syncmem__wait_flags(struct syncmem_region *r, const void *addr, uint32_t width,
+			uint64_t expected, uint64_t deadline_ns, uint32_t flags);
+
 /* One WAIT ioctl: SYNCMEM_WAIT_* (HANDED_OFF included) or -errno. */
 int syncmem__wait(struct syncmem_region *r, const void *addr, uint32_t width,
 		  uint64_t expected, int64_t timeout_ns);
@@ -128,9 +132,12 @@ int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r
 			     const uint64_t *addr, uint64_t expected, syncmem_wait_cb cb,
 			     void *arg);
 
-/* One LOCK_WAIT ioctl as @owner: SYNCMEM_WAIT_* (OWNER_DIED included) or -errno. */
+/*
+ * One LOCK_WAIT ioctl as @owner (SYNCMEM_WAIT_* @flags): SYNCMEM_WAIT_*
+ * (OWNER_DIED included) or -errno.
+ */
 int syncmem__lock_wait(struct syncmem_region *r, const uint64_t *addr, uint64_t expected,
-		       uint64_t owner, uint64_t deadline_ns);
+		       uint64_t owner, uint64_t deadline_ns, uint32_t flags);
 
 /* One UNLOCK ioctl: SYNCMEM_UNLOCK_* or -errno. */
 int syncmem__unlock_word(struct syncmem_region *r, uint64_t *addr, uint64_t expected,

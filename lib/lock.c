@@ -223,7 +223,7 @@ static int lock_wait_result(struct syncmem_lock *l, int ret)
 }
 
 static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint64_t id,
-		     int64_t timeout_ns)
+		     int64_t timeout_ns, uint32_t wait_flags)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
 	bool starving = false;
@@ -239,7 +239,7 @@ static int lock_slow(struct syncmem_region *r, struct syncmem_lock *l, uint64_t 
 		ret = lock_step(l, id, false, &sleep_on);
 		if (ret)
 			break;		/* 1: taken; or an error */
-		ret = syncmem__lock_wait(r, &l->word, sleep_on, id, deadline);
+		ret = syncmem__lock_wait(r, &l->word, sleep_on, id, deadline, wait_flags);
 		if (ret == SYNCMEM_WAIT_WOKEN)
 			count_wakeup(l, &wakeups, &starving);
 		if (syncmem__keeps_changing(ret, &changed)) {
@@ -273,7 +273,7 @@ static int lock_try(struct syncmem_region *r, struct syncmem_lock *l, uint64_t i
 			return ret == 1 ? 0 : ret;
 		if (holder(sleep_on) == id)
 			return -EDEADLK;
-		ret = syncmem__lock_wait(r, &l->word, sleep_on, id, 0);
+		ret = syncmem__lock_wait(r, &l->word, sleep_on, id, 0, 0);
 		if (ret == SYNCMEM_WAIT_OWNER_DIED)
 			return lock_wait_result(l, ret) == 2 ? -EOWNERDEAD : -EIO;
 		if (ret == SYNCMEM_WAIT_TIMED_OUT)
@@ -294,7 +294,7 @@ static __attribute__((noinline)) int lock_contended(struct syncmem_region *r,
 		return -EDEADLK;
 	if (!timeout_ns)
 		return lock_try(r, l, id);
-	return lock_slow(r, l, id, timeout_ns);
+	return lock_slow(r, l, id, timeout_ns, 0);
 }
 
 /* One CAS 0 -> id (acquire); a failure leaves by a tail call. */
@@ -360,6 +360,31 @@ int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t
 int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l)
 {
 	return lock_fast(r, l, SYNCMEM_FOREVER);
+}
+
+int syncmem_lock_interruptible(struct syncmem_region *r, struct syncmem_lock *l,
+			       int64_t timeout_ns)
+{
+	uint64_t seen = LOCK_FREE;
+	int64_t id;
+
+	if (!r || !lock_valid(r, l))
+		return lock_invalid(r, l);
+	id = (int64_t)syncmem__cached_owner;
+	if (!id)
+		id = syncmem__owner_slow(r->fd);
+	if (id < 0)
+		return (int)id;
+	/* Acquire, as lock_cas(). */
+	if (__atomic_compare_exchange_n(&l->word, &seen, (uint64_t)id, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return 0;
+	if (holder(seen) == (uint64_t)id)
+		return -EDEADLK;
+	if (!timeout_ns)
+		return lock_try(r, l, (uint64_t)id);
+	/* A signal ends the wait (-EINTR) instead of queueing it again. */
+	return lock_slow(r, l, (uint64_t)id, timeout_ns, SYNCMEM_WAIT_INTERRUPTIBLE);
 }
 
 int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l)

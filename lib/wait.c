@@ -71,10 +71,17 @@ int64_t syncmem__remaining(uint64_t deadline)
 int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t width,
 			uint64_t expected, uint64_t deadline_ns)
 {
+	return syncmem__wait_flags(r, addr, width, expected, deadline_ns, 0);
+}
+
+int syncmem__wait_flags(struct syncmem_region *r, const void *addr, uint32_t width,
+			uint64_t expected, uint64_t deadline_ns, uint32_t flags)
+{
 	struct syncmem_wait arg = {
 		.expected = expected,
 		.deadline_ns = deadline_ns,
 		.size = width,
+		.flags = flags,
 	};
 	int err = syncmem__word_offset(r, addr, width, &arg.offset);
 
@@ -85,12 +92,13 @@ int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t wid
 }
 
 int syncmem__lock_wait(struct syncmem_region *r, const uint64_t *addr, uint64_t expected,
-		       uint64_t owner, uint64_t deadline_ns)
+		       uint64_t owner, uint64_t deadline_ns, uint32_t flags)
 {
 	struct syncmem_lock_wait arg = {
 		.expected = expected,
 		.deadline_ns = deadline_ns,
 		.owner = owner,
+		.flags = flags,
 	};
 	int err = syncmem__word_offset(r, addr, 8, &arg.offset);
 
@@ -132,6 +140,23 @@ int syncmem_wait64(struct syncmem_region *r, const uint64_t *addr,
 		   uint64_t expected, int64_t timeout_ns)
 {
 	return plain_result(syncmem__wait(r, addr, 8, expected, timeout_ns));
+}
+
+int syncmem_wait32_interruptible(struct syncmem_region *r, const uint32_t *addr,
+				 uint32_t expected, int64_t timeout_ns)
+{
+	/* The kernel does not restart it: -EINTR reaches the caller. */
+	return plain_result(syncmem__wait_flags(r, addr, 4, expected,
+						syncmem__deadline(timeout_ns),
+						SYNCMEM_WAIT_INTERRUPTIBLE));
+}
+
+int syncmem_wait64_interruptible(struct syncmem_region *r, const uint64_t *addr,
+				 uint64_t expected, int64_t timeout_ns)
+{
+	return plain_result(syncmem__wait_flags(r, addr, 8, expected,
+						syncmem__deadline(timeout_ns),
+						SYNCMEM_WAIT_INTERRUPTIBLE));
 }
 
 int syncmem_notify(struct syncmem_region *r, const void *addr, uint32_t count)

@@ -603,6 +603,71 @@ TEST_F(robust, a_process_that_execs_holding_an_async_lock_is_a_dead_holder)
 	kill_and_reap(pid);
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+struct interruptible {
+	struct syncmem_region *r;
+	struct syncmem_lock *l;
+	bool intr;
+	int ret;
+};
+
+static void *lock_maybe_interruptible(void *arg)
+{
+	struct interruptible *i = arg;
+
+	i->ret = i->intr ? syncmem_lock_interruptible(i->r, i->l, SYNCMEM_FOREVER) :
+			   syncmem_lock(i->r, i->l);
+	if (!i->ret)
+		syncmem_unlock(i->r, i->l);
+	return NULL;
+}
+
+static void *wait_interruptible(void *arg)
+{
+	struct interruptible *i = arg;
+
+	i->ret = syncmem_wait64_interruptible(i->r, &i->l->word, 0, SYNCMEM_FOREVER);
+	return NULL;
+}
+
+TEST_F(robust, interruptible_waits_end_with_eintr_the_others_go_on)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct interruptible a = { .r = self->r, .l = &self->sh->lock, .intr = true, .ret = 1 };
+	struct interruptible b = { .r = self->r, .l = &self->sh->lock, .intr = false, .ret = 1 };
+	struct interruptible w = { .r = self->r, .l = &self->sh->lock, .ret = 1 };
+	pthread_t ta, tb, tw;
+
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	syncmem_lock_init(&self->sh->lock, 0);
+	ASSERT_EQ(0, syncmem_lock(self->r, &self->sh->lock));
+	ASSERT_EQ(0, pthread_create(&ta, NULL, lock_maybe_interruptible, &a));
+	ASSERT_EQ(0, pthread_create(&tb, NULL, lock_maybe_interruptible, &b));
+	ASSERT_TRUE(await_waiters(self->r, 2));
+	pthread_kill(ta, SIGUSR1);
+	pthread_kill(tb, SIGUSR1);
+	pthread_join(ta, NULL);
+	EXPECT_EQ(-EINTR, a.ret);
+	/* The plain locker ran its handler and waits on. */
+	EXPECT_TRUE(await_waiters(self->r, 1));
+	EXPECT_EQ(1, b.ret);
+	EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
+	pthread_join(tb, NULL);
+	EXPECT_EQ(0, b.ret);
+	/* An Atomics-style wait, likewise. */
+	ASSERT_EQ(0, pthread_create(&tw, NULL, wait_interruptible, &w));
+	ASSERT_TRUE(await_waiters(self->r, 1));
+	pthread_kill(tw, SIGUSR1);
+	pthread_join(tw, NULL);
+	EXPECT_EQ(-EINTR, w.ret);
+	EXPECT_EQ(0, region_waiters(self->r));
+}
+
 TEST(owner_ids_are_checked)
 {
 	struct syncmem_owner o = { 0 };

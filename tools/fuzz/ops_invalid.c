@@ -205,7 +205,7 @@ static void bad_flags(struct thread_ctx *t)
 	switch (rng_below(&t->rng, 12)) {
 	case 0: {
 		struct syncmem_wait arg = { .size = 4, .deadline_ns = 0,
-					    .flags = bad_bits(t, 0) };
+					    .flags = bad_bits(t, SYNCMEM_WAIT_FLAGS) };
 
 		op = OP_WAIT;
 		what = "WAIT flags";
@@ -233,7 +233,8 @@ static void bad_flags(struct thread_ctx *t)
 		struct syncmem_wait_async arg = {
 			.region_fd = r.fd, .size = 4, .deadline_ns = SYNCMEM_NO_DEADLINE,
 			.expected = 0xdeadbeef,
-			.flags = pad ? 0 : bad_bits(t, 0), .pad = pad ? bad_bits(t, 0) : 0,
+			.flags = pad ? 0 : bad_bits(t, SYNCMEM_WAIT_ASYNC_FLAGS),
+			.pad = pad ? bad_bits(t, 0) : 0,
 		};
 
 		op = OP_WAIT_ASYNC;

@@ -253,7 +253,7 @@ struct syncmem_region_list {
  *		gives up, or SYNCMEM_NO_DEADLINE. A deadline already passed
  *		checks the word and returns at once.
  * @size:	In: 4 or 8, the width of the word.
- * @flags:	In: must be zero.
+ * @flags:	In: SYNCMEM_WAIT_* bits.
  *
  * Compares and enqueues atomically with respect to NOTIFY and HANDOFF on the
  * same offset. Waiters queue per (region, offset) in arrival order; 4- and
@@ -267,8 +267,13 @@ struct syncmem_region_list {
  * A signal whose handler runs
  * makes the wait leave the queue, run the handler and start again with the
  * same arguments (so the same deadline); it never returns early because of
- * the signal.
+ * the signal. With SYNCMEM_WAIT_INTERRUPTIBLE it returns -EINTR instead,
+ * after the handler, for programs that want a signal to end a wait.
  */
+/* Bits of struct syncmem_wait.flags and struct syncmem_lock_wait.flags. */
+#define SYNCMEM_WAIT_INTERRUPTIBLE	(1U << 0)  /* a signal ends the wait: -EINTR */
+#define SYNCMEM_WAIT_FLAGS		SYNCMEM_WAIT_INTERRUPTIBLE
+
 struct syncmem_wait {
 	__u64 offset;
 	__u64 expected;
@@ -552,7 +557,7 @@ struct syncmem_owner {
  *		(id not 0), normally with SYNCMEM_OWNER_WAITERS set.
  * @deadline_ns: In: as for struct syncmem_wait.
  * @owner:	In: the caller's own id (its thread's or its process's).
- * @flags:	In: must be zero.
+ * @flags:	In: SYNCMEM_WAIT_* bits (SYNCMEM_WAIT_INTERRUPTIBLE).
  * @pad:	Must be zero.
  *
  * As SYNCMEM_IOC_WAIT, and: when the word's owner is dead the caller does
