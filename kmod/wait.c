@@ -667,24 +667,36 @@ static struct syncmem_waiter *syncmem_owner_heir(struct syncmem_queue *q, u64 v,
 }
 
 /*
- * Under b->lock: give an owner word with waiters that is free or whose
- * owner is dead to its heir (above). True if a waiter was claimed into @wk.
+ * Under b->lock: an owner word at @offset (its queue @q) that is free or
+ * whose owner is dead goes to its heir (above): the word is updated, and the
+ * heir returned with the *@state to claim it with. NULL if nobody can take
+ * it, or the word changed meanwhile (its writer acts).
  */
+static struct syncmem_waiter *syncmem_owner_word_pass(struct syncmem_region *r,
+						      struct syncmem_queue *q,
+						      u64 offset, int *state)
+{
+	u64 v = syncmem_word_read(r, offset, 8), nv;
+	struct syncmem_waiter *w;
+
+	w = syncmem_owner_heir(q, v, &nv, state);
+	if (w && nv != v && !syncmem_word_cmpxchg(r, offset, 8, v, nv))
+		return NULL;
+	return w;
+}
+
+/* Under b->lock: the same, claiming the heir into @wk. True if one was. */
 static bool syncmem_owner_word_resolve(struct syncmem_region *r,
 				       struct syncmem_queue *q,
 				       struct syncmem_wake *wk)
 {
-	u64 v = syncmem_word_read(r, q->offset, 8), nv;
 	struct syncmem_waiter *w;
 	int state;
 
-	w = syncmem_owner_heir(q, v, &nv, &state);
-	if (!w)
-		return false;
-	if (nv != v && !syncmem_word_cmpxchg(r, q->offset, 8, v, nv))
-		return false;	/* changed meanwhile: its writer acts */
-	syncmem_wake_claim(r, w, state, wk);
-	return true;
+	w = syncmem_owner_word_pass(r, q, q->offset, &state);
+	if (w)
+		syncmem_wake_claim(r, w, state, wk);
+	return w != NULL;
 }
 
 /**
@@ -1132,18 +1144,15 @@ static long syncmem_owner_poke_decide(struct syncmem_region *r,
 				      struct syncmem_queue *q,
 				      struct syncmem_wake_op *op)
 {
-	u64 v = syncmem_word_read(r, op->offset, 8), nv;
 	struct syncmem_waiter *w;
 	int state;
 
-	w = syncmem_owner_heir(q, v, &nv, &state);
+	w = syncmem_owner_word_pass(r, q, op->offset, &state);
 	if (!w)
-		return 0;
-	if (nv != v && !syncmem_word_cmpxchg(r, op->offset, 8, v, nv))
 		return 0;
 	op->target = w;
 	op->state = state;
-	op->observers = nv != v;
+	op->observers = true;	/* the word may have changed */
 	return 1;
 }
 

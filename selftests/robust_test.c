@@ -247,6 +247,36 @@ TEST_F(robust, a_starving_waiter_that_dies_does_not_keep_the_lock_handing_off)
 
 /* Async: held as the process, released from another thread. */
 
+/*
+ * A child that takes the lock asynchronously and then waits to be killed,
+ * or with @then_exec runs another program (the one that held it is gone).
+ * Its pid once it holds the lock, or -1.
+ */
+static pid_t async_holder(struct syncmem_region *r, struct rshared *sh, bool then_exec)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct syncmem_loop *loop;
+		int res = 1;
+
+		if (syncmem_loop_new(&loop) || syncmem_lock_async(loop, r, &sh->lock, got_async, &res))
+			_exit(1);
+		while (res == 1)
+			syncmem_loop_run_once(loop, 1000 * MS);
+		atomic_store(&sh->ready, res == 0 ? 1 : 2);
+		if (then_exec)
+			execl("/bin/sh", "sh", "-c", "sleep 1000", (char *)NULL);
+		for (;;)
+			pause();
+	}
+	while (pid > 0 && !atomic_load(&sh->ready))
+		usleep(1000);
+	if (pid > 0 && atomic_exchange(&sh->ready, 0) != 1)
+		return -1;
+	return pid;
+}
+
 struct unlocker {
 	struct syncmem_region *r;
 	struct syncmem_lock *l;
@@ -283,24 +313,8 @@ TEST_F(robust, async_acquisitions_belong_to_the_process)
 	EXPECT_EQ(0, sh->lock.word);
 
 	/* A process that dies holding an async acquisition: recovered. */
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		struct syncmem_loop *cl;
-		int res = 1;
-
-		if (syncmem_loop_new(&cl) ||
-		    syncmem_lock_async(cl, self->r, &sh->lock, got_async, &res))
-			_exit(1);
-		while (res == 1)
-			syncmem_loop_run_once(cl, 1000 * MS);
-		atomic_store(&sh->ready, res == 0);
-		for (;;)
-			pause();
-	}
-	while (!atomic_load(&sh->ready))
-		usleep(1000);
-	atomic_store(&sh->ready, 0);
+	pid = async_holder(self->r, sh, false);
+	ASSERT_LT(0, pid);
 	result = 1;
 	ASSERT_EQ(0, syncmem_lock_async(loop, self->r, &sh->lock, got_async, &result));
 	ASSERT_TRUE(await_waiters(self->r, 1));
@@ -571,25 +585,8 @@ TEST_F(robust, a_process_that_execs_holding_an_async_lock_is_a_dead_holder)
 	pid_t pid;
 
 	syncmem_lock_init(&sh->lock, 0);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		struct syncmem_loop *loop;
-		int res = 1;
-
-		if (syncmem_loop_new(&loop) ||
-		    syncmem_lock_async(loop, self->r, &sh->lock, got_async, &res))
-			_exit(1);
-		while (res == 1)
-			syncmem_loop_run_once(loop, 1000 * MS);
-		atomic_store(&sh->ready, res == 0 ? 1 : 2);
-		/* A new program: the one that held the lock is gone. */
-		execl("/bin/sh", "sh", "-c", "sleep 1000", (char *)NULL);
-		_exit(3);
-	}
-	while (!atomic_load(&sh->ready))
-		usleep(1000);
-	ASSERT_EQ(1, atomic_load(&sh->ready));
+	pid = async_holder(self->r, sh, true);
+	ASSERT_LT(0, pid);
 	/* Busy until the exec, then taken over (a try asks the kernel). */
 	for (int i = 0; i < 500; i++) {
 		ret = syncmem_trylock(self->r, &sh->lock);
