@@ -11,6 +11,13 @@
 
 #include "internal.h"
 
+int syncmem__ioctl_once(int fd, unsigned long req, void *arg)
+{
+	int ret = ioctl(fd, req, arg);
+
+	return ret < 0 ? -errno : ret;
+}
+
 int syncmem__ioctl(int fd, unsigned long req, void *arg)
 {
 	int ret;

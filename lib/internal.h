@@ -74,6 +74,8 @@ void syncmem__region_fill(struct syncmem_region *r, int fd, void *base, size_t s
 int syncmem__device_open(void);
 
 /* ioctl() that returns its result or -errno, restarting on EINTR. */
+/* One ioctl, -errno on failure, -EINTR included (interruptible waits). */
+int syncmem__ioctl_once(int fd, unsigned long req, void *arg);
 int syncmem__ioctl(int fd, unsigned long req, void *arg);
 
 /*

@@ -87,7 +87,12 @@ int syncmem__wait_flags(struct syncmem_region *r, const void *addr, uint32_t wid
 
 	if (err)
 		return err;
-	/* The kernel restarts a wait interrupted by a handler itself. */
+	/*
+	 * The kernel restarts a wait interrupted by a handler itself; an
+	 * interruptible one returns -EINTR, which must reach the caller.
+	 */
+	if (flags & SYNCMEM_WAIT_INTERRUPTIBLE)
+		return syncmem__ioctl_once(r->fd, SYNCMEM_IOC_WAIT, &arg);
 	return syncmem__ioctl(r->fd, SYNCMEM_IOC_WAIT, &arg);
 }
 
@@ -104,6 +109,8 @@ int syncmem__lock_wait(struct syncmem_region *r, const uint64_t *addr, uint64_t 
 
 	if (err)
 		return err;
+	if (flags & SYNCMEM_WAIT_INTERRUPTIBLE)
+		return syncmem__ioctl_once(r->fd, SYNCMEM_IOC_LOCK_WAIT, &arg);
 	return syncmem__ioctl(r->fd, SYNCMEM_IOC_LOCK_WAIT, &arg);
 }
 

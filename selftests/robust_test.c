@@ -713,7 +713,7 @@ TEST_F(robust, lock_wait_and_unlock_check_their_arguments)
 	w.offset = 4;
 	EXPECT_EQ(-EINVAL, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
 	w.offset = 0;
-	w.flags = 1;
+	w.flags = 2;
 	EXPECT_EQ(-EINVAL, raw_ioctl(fd, SYNCMEM_IOC_LOCK_WAIT, &w));
 	w.flags = 0;
 	/* A free word: take it yourself. */

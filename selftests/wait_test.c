@@ -460,7 +460,7 @@ TEST_F(wait, bad_arguments)
 	EXPECT_EQ(-EINVAL, WAIT(.size = 8, .offset = 4));
 	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .offset = REGION_SIZE));
 	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .offset = ~0ULL - 3));
-	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .flags = 1));
+	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .flags = 2));
 	EXPECT_EQ(-EINVAL, WAIT(.size = 4, .expected = 1ULL << 32));
 	EXPECT_EQ(SYNCMEM_WAIT_TIMED_OUT, WAIT(.size = 4, .offset = REGION_SIZE - 4));
 	EXPECT_EQ(-EFAULT, raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, NULL));
