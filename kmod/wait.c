@@ -696,7 +696,7 @@ static bool syncmem_owner_word_resolve(struct syncmem_region *r,
 	w = syncmem_owner_word_pass(r, q, q->offset, &state);
 	if (w)
 		syncmem_wake_claim(r, w, state, wk);
-	return w != NULL;
+	return !!w;
 }
 
 /**
