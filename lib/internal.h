@@ -185,4 +185,7 @@ int64_t syncmem__process_owner(int fd);
 /* This process's owner id if it has fetched one, else 0. */
 uint64_t syncmem__process_owner_cached(void);
 
+/* Does the caller (this thread, or this process for an async acquisition) hold @l? */
+bool syncmem__lock_held(const struct syncmem_lock *l);
+
 #endif /* SYNCMEM_INTERNAL_H */

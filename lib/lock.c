@@ -285,28 +285,32 @@ static int lock_try(struct syncmem_region *r, struct syncmem_lock *l, uint64_t i
 	}
 }
 
-/* The CAS failed on @seen: ours already, give up, or wait. */
+/*
+ * The CAS failed on @seen: ours already, give up, or wait (with the
+ * SYNCMEM_WAIT_* @wait_flags).
+ */
 static __attribute__((noinline)) int lock_contended(struct syncmem_region *r,
 						    struct syncmem_lock *l, uint64_t id,
-						    uint64_t seen, int64_t timeout_ns)
+						    uint64_t seen, int64_t timeout_ns,
+						    uint32_t wait_flags)
 {
 	if (holder(seen) == id)
 		return -EDEADLK;
 	if (!timeout_ns)
 		return lock_try(r, l, id);
-	return lock_slow(r, l, id, timeout_ns, 0);
+	return lock_slow(r, l, id, timeout_ns, wait_flags);
 }
 
 /* One CAS 0 -> id (acquire); a failure leaves by a tail call. */
 static inline int lock_cas(struct syncmem_region *r, struct syncmem_lock *l, uint64_t id,
-			   int64_t timeout_ns)
+			   int64_t timeout_ns, uint32_t wait_flags)
 {
 	uint64_t seen = LOCK_FREE;
 
 	if (__builtin_expect(__atomic_compare_exchange_n(&l->word, &seen, id, false,
 							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
 		return 0;
-	return lock_contended(r, l, id, seen, timeout_ns);
+	return lock_contended(r, l, id, seen, timeout_ns, wait_flags);
 }
 
 /*
@@ -327,20 +331,22 @@ static __attribute__((noinline, cold)) int lock_invalid(const struct syncmem_reg
 
 /* A thread's first lock: fetch its owner id first. */
 static __attribute__((noinline)) int lock_first(struct syncmem_region *r,
-						struct syncmem_lock *l, int64_t timeout_ns)
+						struct syncmem_lock *l, int64_t timeout_ns,
+						uint32_t wait_flags)
 {
 	int64_t id = syncmem__owner_slow(r->fd);
 
 	if (id < 0)
 		return (int)id;
-	return lock_cas(r, l, (uint64_t)id, timeout_ns);
+	return lock_cas(r, l, (uint64_t)id, timeout_ns, wait_flags);
 }
 
 /*
  * The fast path: one CAS 0 -> id. Every other case leaves by a tail call,
  * so the fast path needs no stack frame.
  */
-static inline int lock_fast(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
+static inline int lock_fast(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns,
+			    uint32_t wait_flags)
 {
 	uint64_t id;
 
@@ -348,48 +354,30 @@ static inline int lock_fast(struct syncmem_region *r, struct syncmem_lock *l, in
 		return lock_invalid(r, l);
 	id = syncmem__cached_owner;
 	if (__builtin_expect(!id, 0))
-		return lock_first(r, l, timeout_ns);
-	return lock_cas(r, l, id, timeout_ns);
+		return lock_first(r, l, timeout_ns, wait_flags);
+	return lock_cas(r, l, id, timeout_ns, wait_flags);
 }
 
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
 {
-	return lock_fast(r, l, timeout_ns);
+	return lock_fast(r, l, timeout_ns, 0);
 }
 
 int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l)
 {
-	return lock_fast(r, l, SYNCMEM_FOREVER);
+	return lock_fast(r, l, SYNCMEM_FOREVER, 0);
 }
 
 int syncmem_lock_interruptible(struct syncmem_region *r, struct syncmem_lock *l,
 			       int64_t timeout_ns)
 {
-	uint64_t seen = LOCK_FREE;
-	int64_t id;
-
-	if (!r || !lock_valid(r, l))
-		return lock_invalid(r, l);
-	id = (int64_t)syncmem__cached_owner;
-	if (!id)
-		id = syncmem__owner_slow(r->fd);
-	if (id < 0)
-		return (int)id;
-	/* Acquire, as lock_cas(). */
-	if (__atomic_compare_exchange_n(&l->word, &seen, (uint64_t)id, false, __ATOMIC_ACQUIRE,
-					__ATOMIC_RELAXED))
-		return 0;
-	if (holder(seen) == (uint64_t)id)
-		return -EDEADLK;
-	if (!timeout_ns)
-		return lock_try(r, l, (uint64_t)id);
 	/* A signal ends the wait (-EINTR) instead of queueing it again. */
-	return lock_slow(r, l, (uint64_t)id, timeout_ns, SYNCMEM_WAIT_INTERRUPTIBLE);
+	return lock_fast(r, l, timeout_ns, SYNCMEM_WAIT_INTERRUPTIBLE);
 }
 
 int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l)
 {
-	int ret = lock_fast(r, l, 0);
+	int ret = lock_fast(r, l, 0, 0);
 
 	return ret == -ETIMEDOUT ? -EBUSY : ret;
 }
@@ -398,6 +386,12 @@ int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l)
 static bool held_by_caller(uint64_t h, uint64_t id)
 {
 	return h && (h == id || h == syncmem__process_owner_cached());
+}
+
+bool syncmem__lock_held(const struct syncmem_lock *l)
+{
+	return held_by_caller(holder(__atomic_load_n(&l->word, __ATOMIC_RELAXED)),
+			      syncmem__cached_owner);
 }
 
 /*

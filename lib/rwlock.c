@@ -124,14 +124,6 @@ static int taken(int died)
 	return died ? -EOWNERDEAD : 0;
 }
 
-/* Does the caller hold the turnstile (as a writer does)? */
-static bool holds_turnstile(const struct syncmem_rwlock *rw)
-{
-	uint64_t h = __atomic_load_n(&rw->turnstile.word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID;
-
-	return h && (h == syncmem__cached_owner || h == syncmem__process_owner_cached());
-}
-
 /* A writer giving up while holding the turnstile. */
 static void writer_abandon(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
@@ -218,7 +210,8 @@ int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 
 	if (ret)
 		return ret;
-	if (holds_turnstile(rw)) {
+	/* Holding the turnstile is being the writer. */
+	if (syncmem__lock_held(&rw->turnstile)) {
 		__atomic_store_n(&rw->writer, 0, __ATOMIC_RELAXED);
 		return syncmem_unlock(r, &rw->turnstile);
 	}
