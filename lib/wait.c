@@ -68,6 +68,18 @@ int64_t syncmem__remaining(uint64_t deadline)
 	return now < deadline ? (int64_t)(deadline - now) : 0;
 }
 
+/*
+ * A WAIT or LOCK_WAIT ioctl with SYNCMEM_WAIT_* @flags. The kernel restarts a
+ * wait interrupted by a handler itself; an interruptible one returns -EINTR,
+ * which must reach the caller rather than be retried.
+ */
+static int wait_ioctl(int fd, unsigned long req, void *arg, uint32_t flags)
+{
+	if (flags & SYNCMEM_WAIT_INTERRUPTIBLE)
+		return syncmem__ioctl_once(fd, req, arg);
+	return syncmem__ioctl(fd, req, arg);
+}
+
 int syncmem__wait_until(struct syncmem_region *r, const void *addr, uint32_t width,
 			uint64_t expected, uint64_t deadline_ns)
 {
@@ -87,13 +99,7 @@ int syncmem__wait_flags(struct syncmem_region *r, const void *addr, uint32_t wid
 
 	if (err)
 		return err;
-	/*
-	 * The kernel restarts a wait interrupted by a handler itself; an
-	 * interruptible one returns -EINTR, which must reach the caller.
-	 */
-	if (flags & SYNCMEM_WAIT_INTERRUPTIBLE)
-		return syncmem__ioctl_once(r->fd, SYNCMEM_IOC_WAIT, &arg);
-	return syncmem__ioctl(r->fd, SYNCMEM_IOC_WAIT, &arg);
+	return wait_ioctl(r->fd, SYNCMEM_IOC_WAIT, &arg, flags);
 }
 
 int syncmem__lock_wait(struct syncmem_region *r, const uint64_t *addr, uint64_t expected,
@@ -109,9 +115,7 @@ int syncmem__lock_wait(struct syncmem_region *r, const uint64_t *addr, uint64_t 
 
 	if (err)
 		return err;
-	if (flags & SYNCMEM_WAIT_INTERRUPTIBLE)
-		return syncmem__ioctl_once(r->fd, SYNCMEM_IOC_LOCK_WAIT, &arg);
-	return syncmem__ioctl(r->fd, SYNCMEM_IOC_LOCK_WAIT, &arg);
+	return wait_ioctl(r->fd, SYNCMEM_IOC_LOCK_WAIT, &arg, flags);
 }
 
 int syncmem__unlock_word(struct syncmem_region *r, uint64_t *addr, uint64_t expected,
