@@ -763,23 +763,29 @@ void syncmem_owner_words_scan(void)
 }
 
 /*
- * Under b->lock, @q listed: the owner named by the word an owner waiter
- * expects is dead. Its oldest waiter takes the word over, or else the
- * caller does. SYNCMEM_WAIT_OWNER_DIED (the caller owns it) or
- * SYNCMEM_WAIT_NOT_EQUAL (look again).
+ * Under b->lock: the owner named by the word an owner waiter @w expects is
+ * dead. The oldest waiter of its queue @q (NULL: none) takes the word over,
+ * or else the caller does. SYNCMEM_WAIT_OWNER_DIED (the caller owns it) or
+ * SYNCMEM_WAIT_NOT_EQUAL (look again); *@observed says whether observers
+ * are to be told the word changed.
  */
 static long syncmem_owner_take_over(struct syncmem_region *r,
-				    struct syncmem_queue *q, u64 expected,
+				    struct syncmem_queue *q,
+				    const struct syncmem_wait *arg,
 				    struct syncmem_waiter *w,
-				    struct syncmem_wake *wk)
+				    struct syncmem_wake *wk, bool *observed)
 {
 	u64 nv;
 
-	if (syncmem_owner_word_resolve(r, q, wk))
-		return SYNCMEM_WAIT_NOT_EQUAL;
+	if (q) {
+		syncmem_owner_queue_mark(r, q);
+		*observed = !list_empty(&q->observers);
+		if (syncmem_owner_word_resolve(r, q, wk))
+			return SYNCMEM_WAIT_NOT_EQUAL;
+	}
 	nv = w->owner | SYNCMEM_OWNER_DIED |
-	     (syncmem_first_live(q) ? SYNCMEM_OWNER_WAITERS : 0);
-	if (!syncmem_word_cmpxchg(r, q->offset, 8, expected, nv))
+	     (q && syncmem_first_live(q) ? SYNCMEM_OWNER_WAITERS : 0);
+	if (!syncmem_word_cmpxchg(r, arg->offset, 8, arg->expected, nv))
 		return SYNCMEM_WAIT_NOT_EQUAL;
 	return SYNCMEM_WAIT_OWNER_DIED;
 }
@@ -838,17 +844,7 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 		/* A dead owner's word is taken over, even by a try (deadline 0). */
 		if (w->owner && !syncmem_owner_alive(id)) {
 			q = syncmem_queue_find(b, arg->offset);
-			if (q) {
-				syncmem_owner_queue_mark(r, q);
-				ret = syncmem_owner_take_over(r, q, arg->expected, w, &wk);
-				observed = !list_empty(&q->observers);
-				dead = syncmem_queue_settle(r, q);
-			} else {
-				ret = syncmem_word_cmpxchg(r, arg->offset, 8, arg->expected,
-							   w->owner | SYNCMEM_OWNER_DIED) ?
-				      SYNCMEM_WAIT_OWNER_DIED : SYNCMEM_WAIT_NOT_EQUAL;
-			}
-			goto unlock;
+			goto take_over;
 		}
 		if (arg->deadline_ns != SYNCMEM_NO_DEADLINE &&
 		    arg->deadline_ns <= ktime_get_ns()) {
@@ -875,12 +871,8 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 	if (w->owner) {
 		/* Listed first, then looked at again: see syncmem_owner_queue_mark(). */
 		syncmem_owner_queue_mark(r, q);
-		if (!syncmem_owner_alive(id)) {
-			ret = syncmem_owner_take_over(r, q, arg->expected, w, &wk);
-			observed = !list_empty(&q->observers);
-			dead = syncmem_queue_settle(r, q);
-			goto unlock;
-		}
+		if (!syncmem_owner_alive(id))
+			goto take_over;
 	}
 	syncmem_waiter_link(r, b, q, w);
 	ret = admit ? admit(w) : 0;
@@ -890,6 +882,10 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 	} else {
 		ret = SYNCMEM_WAIT_QUEUED;
 	}
+	goto unlock;
+take_over:
+	ret = syncmem_owner_take_over(r, q, arg, w, &wk, &observed);
+	dead = syncmem_queue_settle(r, q);
 unlock:
 	spin_unlock(&b->lock);
 	syncmem_wake_flush(&wk);
