@@ -574,6 +574,12 @@ TEST(observers_of_a_lock_word_see_every_hand_off)
 	EXPECT_EQ(0, b.ret);
 	EXPECT_EQ(0, b.after);
 	EXPECT_EQ(0, l->word);
+	/* A read-only open confers no ownership: it cannot release. */
+	{
+		struct syncmem_unlock u = { .offset = 0 };
+
+		EXPECT_EQ(-EBADF, raw_ioctl(syncmem_region_fd(ro), SYNCMEM_IOC_UNLOCK, &u));
+	}
 	syncmem_close(ro);
 	syncmem_close(rw);
 }
@@ -739,6 +745,43 @@ TEST_F(robust, lock_wait_and_unlock_check_their_arguments)
 	u.offset = 0;
 	EXPECT_EQ(SYNCMEM_UNLOCK_FREED, raw_ioctl(fd, SYNCMEM_IOC_UNLOCK, &u));
 	EXPECT_EQ(0, self->sh->lock.word);
+}
+
+TEST_F(robust, async_owner_waits_check_their_arguments)
+{
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct syncmem_owner p = { .flags = SYNCMEM_OWNER_PROCESS };
+		int dev = dev_open();
+
+		self->sh->lock.word = 12345 | SYNCMEM_OWNER_WAITERS;
+		/* A new process has no process id yet: nobody to wait as. */
+		if (raw_lock_wait_async(dev, syncmem_region_fd(self->r), self->sh->lock.word,
+					1) != -EINVAL)
+			_exit(1);
+		if (raw_ioctl(dev, SYNCMEM_IOC_OWNER, &p))
+			_exit(2);
+		/* An owner word is 8 bytes wide. */
+		{
+			struct syncmem_wait_async w = {
+				.region_fd = syncmem_region_fd(self->r), .size = 4,
+				.expected = 12345, .deadline_ns = SYNCMEM_NO_DEADLINE,
+				.user_data = 2, .flags = SYNCMEM_WAIT_ASYNC_OWNER,
+			};
+
+			if (raw_ioctl(dev, SYNCMEM_IOC_WAIT_ASYNC, &w) != -EINVAL)
+				_exit(3);
+		}
+		/* 12345 is nobody: the word is taken over at once, as the process. */
+		if (raw_lock_wait_async(dev, syncmem_region_fd(self->r), self->sh->lock.word,
+					3) != SYNCMEM_WAIT_OWNER_DIED ||
+		    self->sh->lock.word != (p.id | SYNCMEM_OWNER_DIED))
+			_exit(4);
+		_exit(0);
+	}
+	EXPECT_EQ(0, wait_exit(pid));
 }
 
 TEST_HARNESS_MAIN
