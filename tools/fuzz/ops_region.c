@@ -121,15 +121,18 @@ static void region_handoff(struct thread_ctx *t, const struct obj *o, int slot)
 				 obj_unchanged(slot, o)), what);
 }
 
-/* The calling thread's (or process's) owner id, from OWNER on @fd; 0 if none. */
-static uint64_t owner_id(int fd, bool process)
+/*
+ * The calling thread's (or process's) owner id, from OWNER on @o's fd (which
+ * another thread may close or replace meanwhile); 0 if none.
+ */
+static uint64_t owner_id(const struct obj *o, int slot, bool process)
 {
 	struct syncmem_owner own = { .flags = process ? SYNCMEM_OWNER_PROCESS : 0 };
-	long ret = xioctl(fd, SYNCMEM_IOC_OWNER, &own);
+	long ret = xioctl(o->fd, SYNCMEM_IOC_OWNER, &own);
 	char what[80];
 
-	snprintf(what, sizeof(what), "fd %d %s id", fd, process ? "process" : "thread");
-	if (!tally(OP_OWNER, ret, DOCUMENTED, what) || ret)
+	snprintf(what, sizeof(what), "fd %d %s id", o->fd, process ? "process" : "thread");
+	if (!tally(OP_OWNER, ret, if_stable(DOCUMENTED, obj_unchanged(slot, o)), what) || ret)
 		return 0;
 	if (!own.id || own.id >= SYNCMEM_OWNER_NOTRECOVERABLE - 1)
 		finding("OWNER issued id %#llx, outside 1..2^62-3: %s",
@@ -147,7 +150,7 @@ static void region_lock_wait(struct thread_ctx *t, const struct obj *o, int slot
 	long ret;
 	bool stable;
 
-	w.owner = owner_id(o->fd, rng_chance(&t->rng, 1, 4));
+	w.owner = owner_id(o, slot, rng_chance(&t->rng, 1, 4));
 	if (rng_chance(&t->rng, 1, 8))
 		w.owner += 1 + rng_below(&t->rng, 1000);	/* most likely not ours */
 	w.expected = pick_expected(&t->rng, o->rid, w.offset, 8);
