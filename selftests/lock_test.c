@@ -325,6 +325,16 @@ TEST_F(lock, errors)
 	EXPECT_EQ(-EINVAL, syncmem_lock(NULL, &self->sh->lock));
 	EXPECT_EQ(-EINVAL, syncmem_lock(self->r,
 					(struct syncmem_lock *)((char *)self->sh + 4096 - 32)));
+	/* The 64-bit word needs 8-byte alignment; 4 is not enough. */
+	{
+		struct syncmem_lock *at4 = (struct syncmem_lock *)((char *)self->sh + 4);
+
+		EXPECT_EQ(-EINVAL, syncmem_lock(self->r, at4));
+		EXPECT_EQ(-EINVAL, syncmem_trylock(self->r, at4));
+		EXPECT_EQ(-EINVAL, syncmem_lock_interruptible(self->r, at4, 0));
+		EXPECT_EQ(-EINVAL, syncmem_unlock(self->r, at4));
+		EXPECT_EQ(-EINVAL, syncmem_lock_consistent(self->r, at4));
+	}
 	ASSERT_EQ(0, syncmem_loop_new(&loop));
 	EXPECT_EQ(-EINVAL, syncmem_lock_async(loop, self->r, &self->sh->lock, NULL, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_execute_locked(loop, self->r, &self->sh->lock, NULL, NULL));
