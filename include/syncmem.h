@@ -96,8 +96,9 @@ int syncmem_region_fd(const struct syncmem_region *r);
  * otherwise return SYNCMEM_NOT_EQUAL at once without queueing. The compare and
  * the enqueue are atomic with respect to notify. Waiters of one word wake in
  * arrival order; 4- and 8-byte waiters at one offset share a queue. A signal
- * handler may run meanwhile: the wait then continues with the same deadline
- * (re-entering the queue at its tail); it never returns early for a signal.
+ * handler may run meanwhile (or the thread be stopped or frozen): the wait
+ * then continues with the same deadline and keeps its place in the queue;
+ * it never returns early for a signal.
  * @addr must be naturally aligned and inside the region: else -EINVAL.
  * Allowed on read-only regions.
  */

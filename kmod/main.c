@@ -275,6 +275,8 @@ static void __exit syncmem_exit(void)
 	misc_deregister(&syncmem_miscdev);
 	/* Async waits hold regions: let them go first. */
 	syncmem_async_exit();
+	/* Before owners: ending a waiter away asks whether owners live. */
+	syncmem_away_exit();
 	syncmem_owner_exit();
 	syncmem_ns_exit();
 	syncmem_wait_exit();

@@ -250,8 +250,10 @@ static void syncmem_reap(struct work_struct *work)
 	scan = syncmem_scan_wanted;
 	syncmem_scan_wanted = false;
 	mutex_unlock(&syncmem_owner_mutex);
-	if (scan)
+	if (scan) {
+		syncmem_away_poke();	/* its threads may have had waits away */
 		syncmem_owner_words_scan();
+	}
 }
 
 /* Under syncmem_owner_mutex: the calling process's life, made if needed. */

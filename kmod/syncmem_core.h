@@ -56,6 +56,14 @@ struct syncmem_waiter {
 	u64 owner;			/* owner waits: the id it waits as, else 0 */
 };
 
+/* A blocked WAIT: on its task's stack, or away from its call (away.c). */
+struct syncmem_sync_waiter {
+	struct syncmem_waiter w;
+	struct task_struct *task;	/* to wake when claimed; NULL while away */
+};
+
+struct syncmem_away;
+
 /* Charged usage of a user or an IPC namespace (limits.c). */
 struct syncmem_usage {
 	atomic_long_t regions;
@@ -245,8 +253,26 @@ long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
 			     void __user *uarg);
 long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg);
 void syncmem_owner_words_scan(void);
+bool syncmem_waiter_move(struct syncmem_waiter *from,
+			 struct syncmem_sync_waiter *to);
+int syncmem_waiter_set_task(struct syncmem_sync_waiter *sw,
+			    struct task_struct *task);
+void syncmem_waiter_abandon(struct syncmem_region *r, u64 offset,
+			    struct syncmem_waiter *w);
 void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
 			  const struct syncmem_waiter *w, int result);
+
+/* away.c */
+void syncmem_away_exit(void);
+void syncmem_away_poke(void);
+struct syncmem_away *syncmem_away_take(struct syncmem_region *r,
+				       const struct syncmem_wait *arg,
+				       bool observer, u64 owner);
+int syncmem_away_park(struct syncmem_region *r, const struct syncmem_wait *arg,
+		      struct syncmem_sync_waiter *sw, struct syncmem_away *a);
+struct syncmem_sync_waiter *syncmem_away_waiter(struct syncmem_away *a);
+void syncmem_away_free(struct syncmem_away *a);
+bool syncmem_away_gone(const struct syncmem_waiter *w);
 
 /* owner.c */
 int syncmem_owner_init(void);

@@ -72,12 +72,6 @@ static DEFINE_SPINLOCK(syncmem_owner_queues_lock);
 static LIST_HEAD(syncmem_owner_regions);
 static unsigned long syncmem_nr_owner_queues;
 
-/* A blocked WAIT; lives on the waiting task's stack. */
-struct syncmem_sync_waiter {
-	struct syncmem_waiter w;
-	struct task_struct *task;
-};
-
 /* Empty queues a region keeps for reuse. */
 #define SYNCMEM_IDLE_QUEUES	64
 
@@ -256,9 +250,12 @@ static void syncmem_wake_claim(struct syncmem_region *r, struct syncmem_waiter *
 		list_add_tail(&w->node, &wk->async);
 		return;
 	}
+	/* Away (in a signal handler, stopped): it finds out when it comes back. */
 	task = container_of(w, struct syncmem_sync_waiter, w)->task;
-	get_task_struct(task);
-	wk->tasks[wk->nr_tasks++] = task;
+	if (task) {
+		get_task_struct(task);
+		wk->tasks[wk->nr_tasks++] = task;
+	}
 	/*
 	 * The last access to *w: once the sleeper sees the new state it
 	 * returns and its stack frame is gone. Release orders the unlink
@@ -314,6 +311,9 @@ struct syncmem_wake_op {
 static bool syncmem_waiter_gone(const struct syncmem_waiter *w)
 {
 	if (w->gone && READ_ONCE(*w->gone))
+		return true;
+	/* A blocked waiter away from its wait whose thread is exiting. */
+	if (!w->async && syncmem_away_gone(w))
 		return true;
 	/* An owner waiter whose owner died: its process is gone or going. */
 	return w->owner && !syncmem_owner_alive(w->owner);
@@ -532,10 +532,12 @@ bool syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 	return claimed;
 }
 
-/* Sleep until claimed, the deadline passes or a signal arrives. */
+/*
+ * Sleep until claimed, the deadline passes or a signal arrives. Returns the
+ * wait's result, or -ERESTARTNOINTR with @w still queued: a signal came.
+ */
 static long syncmem_waiter_sleep(struct syncmem_region *r,
-				 struct syncmem_waiter *w, u64 deadline,
-				 bool interruptible)
+				 struct syncmem_waiter *w, u64 deadline)
 {
 	struct hrtimer_sleeper timer;
 	bool timed = deadline != SYNCMEM_NO_DEADLINE;
@@ -572,24 +574,60 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 		destroy_hrtimer_on_stack(&timer.timer);
 	}
 
-	if (state == SYNCMEM_W_QUEUED)
-		syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED, &state);
-
-	switch (state) {
-	case SYNCMEM_W_WOKEN:
-	case SYNCMEM_W_HANDED_OFF:
-	case SYNCMEM_W_OWNER_DIED:
+	if (state != SYNCMEM_W_QUEUED)
 		return syncmem_wait_result(state);
-	default:
-		/*
-		 * Cancelled by us. A signal: let its handler run, then the
-		 * syscall restarts with the same arguments, hence the same
-		 * absolute deadline (a fatal signal never comes back).
-		 */
-		if (expired)
-			return SYNCMEM_WAIT_TIMED_OUT;
-		return interruptible ? -EINTR : -ERESTARTNOINTR;
+	if (!expired)
+		return -ERESTARTNOINTR;
+	if (syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED, &state))
+		return SYNCMEM_WAIT_TIMED_OUT;
+	return syncmem_wait_result(state);
+}
+
+/**
+ * syncmem_waiter_move - put a heap copy in a queued waiter's place
+ * @from:	A blocked waiter, queued when it began to sleep.
+ * @to:		Its copy, taking its place and arrival number; away (no task).
+ *
+ * Returns true if @from was still queued and @to is now; false if it was
+ * claimed first (its state says by what).
+ */
+bool syncmem_waiter_move(struct syncmem_waiter *from,
+			 struct syncmem_sync_waiter *to)
+{
+	struct syncmem_bucket *b = from->b;
+	bool moved;
+
+	spin_lock(&b->lock);
+	moved = from->state == SYNCMEM_W_QUEUED;
+	if (moved) {
+		to->w = *from;
+		to->task = NULL;
+		list_replace(&from->node, &to->w.node);
 	}
+	spin_unlock(&b->lock);
+	return moved;
+}
+
+/**
+ * syncmem_waiter_set_task - a blocked waiter comes back, or goes away
+ * @sw:		A waiter that was queued.
+ * @task:	The task to wake when it is claimed, or NULL while away.
+ *
+ * Returns SYNCMEM_W_QUEUED if @sw is still queued (and now has @task), else
+ * the state it was claimed with while away.
+ */
+int syncmem_waiter_set_task(struct syncmem_sync_waiter *sw,
+			    struct task_struct *task)
+{
+	struct syncmem_bucket *b = sw->w.b;
+	int state;
+
+	spin_lock(&b->lock);
+	state = sw->w.state;
+	if (state == SYNCMEM_W_QUEUED)
+		sw->task = task;
+	spin_unlock(&b->lock);
+	return state;
 }
 
 /* Under b->lock: is a writable waiter that can take a hand-off queued after @w? */
@@ -896,31 +934,83 @@ unlock:
 	return ret;
 }
 
+/*
+ * A signal came while @sw was queued. Unless the wait is interruptible or
+ * the task dying, it keeps its place while the handler runs (or the task is
+ * stopped or frozen) and the restarted call takes it up: see away.c. Else,
+ * or if that is impossible, it leaves the queue. Returns -ERESTARTNOINTR,
+ * -EINTR, or the result of a claim that came first; *@parked says whether
+ * the waiter stayed queued, away (and @sw is no longer the caller's).
+ */
+static long syncmem_wait_signalled(struct syncmem_region *r,
+				   const struct syncmem_wait *arg,
+				   struct syncmem_sync_waiter *sw,
+				   struct syncmem_away *away, bool *parked)
+{
+	bool interruptible = arg->flags & SYNCMEM_WAIT_INTERRUPTIBLE;
+	int state;
+
+	*parked = false;
+	if (!interruptible && !fatal_signal_pending(current)) {
+		state = syncmem_away_park(r, arg, sw, away);
+		*parked = state == SYNCMEM_W_QUEUED;
+		if (*parked)
+			return -ERESTARTNOINTR;
+		if (state != SYNCMEM_W_CANCELLED)
+			return syncmem_wait_result(state);
+	}
+	if (!syncmem_waiter_claim(r, &sw->w, SYNCMEM_W_CANCELLED, &state))
+		return syncmem_wait_result(state);
+	/*
+	 * Restarted with the same arguments, hence the same absolute
+	 * deadline, once the handler ran (a fatal signal never comes back).
+	 */
+	return interruptible ? -EINTR : -ERESTARTNOINTR;
+}
+
 static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
 			 const struct syncmem_wait *arg)
 {
-	struct syncmem_sync_waiter sw = {
+	struct syncmem_sync_waiter stack_waiter = {
 		.w.observer = observer,
 		.w.owner = owner,
 		.w.size = arg->size,
 		.task = current,
 	};
+	struct syncmem_sync_waiter *sw = &stack_waiter;
+	struct syncmem_away *away;
+	bool parked;
 	long ret;
 
-	ret = syncmem_wait_enqueue(r, arg, &sw.w, NULL);
-	if (ret != SYNCMEM_WAIT_QUEUED)
-		return ret;
-	ret = syncmem_waiter_sleep(r, &sw.w, arg->deadline_ns,
-				   arg->flags & SYNCMEM_WAIT_INTERRUPTIBLE);
+	/* A restart after a signal: the waiter kept its place. */
+	away = syncmem_away_take(r, arg, observer, owner);
+	if (away) {
+		sw = syncmem_away_waiter(away);
+		ret = syncmem_waiter_set_task(sw, current);
+		ret = ret == SYNCMEM_W_QUEUED ? SYNCMEM_WAIT_QUEUED :
+		      syncmem_wait_result(ret);
+	} else {
+		ret = syncmem_wait_enqueue(r, arg, &sw->w, NULL);
+	}
+	if (ret == SYNCMEM_WAIT_QUEUED) {
+		ret = syncmem_waiter_sleep(r, &sw->w, arg->deadline_ns);
+		if (ret == -ERESTARTNOINTR) {
+			ret = syncmem_wait_signalled(r, arg, sw, away, &parked);
+			if (parked)
+				return ret;
+		}
+	}
 	/*
 	 * Claimed just as a fatal signal came: we will never return to take
 	 * it up, so what we were given goes on now.
 	 */
 	if ((ret == SYNCMEM_WAIT_WOKEN || ret == SYNCMEM_WAIT_HANDED_OFF ||
 	     ret == SYNCMEM_WAIT_OWNER_DIED) && fatal_signal_pending(current)) {
-		syncmem_wait_pass_on(r, arg->offset, &sw.w, ret);
-		return -EINTR;
+		syncmem_wait_pass_on(r, arg->offset, &sw->w, ret);
+		ret = -EINTR;
 	}
+	if (away)
+		syncmem_away_free(away);
 	return ret;
 }
 
@@ -1183,6 +1273,24 @@ static long syncmem_owner_give_up_decide(struct syncmem_region *r,
 	op->target = w;
 	op->observers = true;	/* the word changed */
 	return 1;
+}
+
+/**
+ * syncmem_waiter_abandon - a queued waiter nobody will come back for
+ * @r:		The region of its word (a reference is held by the caller).
+ * @offset:	The word.
+ * @w:		The waiter.
+ *
+ * Takes it out of its queue or, if it was claimed first, passes on what it
+ * was given. Process context.
+ */
+void syncmem_waiter_abandon(struct syncmem_region *r, u64 offset,
+			    struct syncmem_waiter *w)
+{
+	int state;
+
+	if (!syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED, &state))
+		syncmem_wait_pass_on(r, offset, w, syncmem_wait_result(state));
 }
 
 /**

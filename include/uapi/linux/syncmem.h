@@ -264,11 +264,13 @@ struct syncmem_region_list {
  * NOTIFY's @count, and every NOTIFY of its word wakes it, as does a HANDOFF
  * that stores into the word because no writable waiter is queued.
  *
- * A signal whose handler runs
- * makes the wait leave the queue, run the handler and start again with the
- * same arguments (so the same deadline); it never returns early because of
- * the signal. With SYNCMEM_WAIT_INTERRUPTIBLE it returns -EINTR instead,
- * after the handler, for programs that want a signal to end a wait.
+ * A signal (a handler to run, a stop, a freeze) makes the call return to
+ * user space and restart by itself with the same arguments (so the same
+ * deadline); the waiter keeps its place in the queue meanwhile, and what a
+ * notify or hand-off gives it while it is away is returned by the restarted
+ * call. It never returns early because of the signal. With
+ * SYNCMEM_WAIT_INTERRUPTIBLE a signal whose handler runs ends the wait
+ * instead: -EINTR, after the handler, for programs that want that.
  */
 /* Bits of struct syncmem_wait.flags and struct syncmem_lock_wait.flags. */
 #define SYNCMEM_WAIT_INTERRUPTIBLE	(1U << 0)  /* a signal ends the wait: -EINTR */
