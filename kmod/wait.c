@@ -1057,19 +1057,39 @@ long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
  * Under the lock, before anything is claimed: hand the word to the oldest
  * writable waiter, or else store (or add) the value and wake the observers.
  */
+/* Clear the top bit of the word, with one atomic instruction. */
+static void syncmem_word_clear_top(struct syncmem_region *r, u64 offset, u32 size)
+{
+	void *p = syncmem_region_word(r, offset);
+
+	if (size == 4)
+		atomic_andnot((int)BIT(31), (atomic_t *)p);
+	else
+		atomic64_andnot((s64)BIT_ULL(63), (atomic64_t *)p);
+}
+
 static long syncmem_handoff_decide(struct syncmem_region *r,
 				   struct syncmem_queue *q,
 				   struct syncmem_wake_op *op)
 {
 	const struct syncmem_handoff *arg = op->arg;
+	bool mark = arg->flags & SYNCMEM_HANDOFF_WAITERS;
 
 	op->target = q ? syncmem_first_live(q) : NULL;
-	if (op->target)
+	if (op->target) {
+		/* The last writable waiter goes: nobody is left to mark. */
+		if (mark && !syncmem_live_after(q, op->target)) {
+			syncmem_word_clear_top(r, arg->offset, arg->size);
+			op->observers = true;
+		}
 		return SYNCMEM_HANDOFF_WOKE;
+	}
 	if (arg->flags & SYNCMEM_HANDOFF_ADD)
 		syncmem_word_add(r, arg->offset, arg->size, arg->value);
 	else
 		syncmem_word_write(r, arg->offset, arg->size, arg->value);
+	if (mark)
+		syncmem_word_clear_top(r, arg->offset, arg->size);
 	op->observers = true;
 	return SYNCMEM_HANDOFF_STORED;
 }

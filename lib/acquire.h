@@ -30,7 +30,6 @@ struct syncmem__acq {
 	void *obj;		/* the gate or semaphore */
 	void *word;		/* the word its waiters sleep on */
 	uint32_t width;		/* 4 or 8 */
-	bool registered;	/* semaphore: counted among the waiters */
 };
 
 /* Blocking: 0, SYNCMEM_TIMED_OUT or a negative errno. */

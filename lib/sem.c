@@ -2,22 +2,23 @@
 /*
  * A counting semaphore with FIFO hand-off.
  *
- * One 64-bit word: units in the low half, registered waiters in the high
- * half. A waiter registers (high half + 1) before it sleeps on the whole
- * word; post() seeing no registered waiter just adds a unit (one CAS, no
- * system call). With waiters, post() is the kernel's HANDOFF with
- * SYNCMEM_HANDOFF_ADD: under the queue lock, the oldest queued waiter is
- * handed the unit, or, if none is queued yet, the unit is added to the word,
- * which changes it, so a registered waiter about to sleep sees the change
- * and takes the unit instead. Units therefore only pile up while nobody is
- * queued, and queued waiters are served in arrival order. A newcomer takes a
- * unit directly only when nobody is registered.
+ * One 64-bit word: units in the low half, and the top bit, "waiters may be
+ * queued", which a waiter sets before it sleeps on the whole word. post()
+ * that finds the mark clear just adds a unit (one CAS, no system call). With
+ * the mark set, post() is the kernel's HANDOFF with SYNCMEM_HANDOFF_ADD and
+ * SYNCMEM_HANDOFF_WAITERS: under the queue lock, the oldest queued waiter is
+ * handed the unit, or, if none is queued, the unit is added to the word; and
+ * whenever that leaves nobody queued the kernel clears the mark. Every
+ * change of the word makes a waiter about to sleep on its old value look
+ * again, so no unit is missed. Units therefore only pile up while nobody is
+ * queued (the mark is clear), and queued waiters are served in arrival
+ * order: a newcomer takes a unit only when there is one.
  *
- * A handed-off waiter unregisters itself afterwards; meanwhile post() takes
- * the kernel path and finds the next waiter or counts the unit: correct,
- * just not syscall-free for that moment.
+ * Nothing in the word belongs to one waiter, so nothing is left behind by a
+ * waiter that times out, is cancelled or dies: at most the mark stays set
+ * until the next post(), which finds nobody queued and clears it.
  *
- * Units above SYNCMEM_SEM_VALUE_MAX and waiters at or above 2^31 are never
+ * Units above SYNCMEM_SEM_VALUE_MAX and any of bits 32-62 set are never
  * written by this library: -EUCLEAN, as is a CAS loop that keeps failing
  * (SYNCMEM__RETRY_MAX).
  */
@@ -28,8 +29,8 @@
 
 #include "acquire.h"
 
-#define SEM_WAITER	(1ull << 32)
-#define SEM_WAITERS_MAX	0x7fffffffu
+#define SEM_WAITED	(1ull << 63)	/* waiters may be queued */
+#define SEM_UNUSED	(~SEM_WAITED & ~0xffffffffull)
 
 _Static_assert(sizeof(struct syncmem_sem) == 64, "struct syncmem_sem layout");
 
@@ -38,15 +39,10 @@ static inline uint32_t sem_units(uint64_t v)
 	return (uint32_t)v;
 }
 
-static inline uint32_t sem_waiters(uint64_t v)
-{
-	return (uint32_t)(v >> 32);
-}
-
 /* A word this library never writes. */
 static inline bool sem_corrupt(uint64_t v)
 {
-	return sem_units(v) > SYNCMEM_SEM_VALUE_MAX || sem_waiters(v) > SEM_WAITERS_MAX;
+	return sem_units(v) > SYNCMEM_SEM_VALUE_MAX || (v & SEM_UNUSED);
 }
 
 int syncmem_sem_init(struct syncmem_sem *s, uint32_t value)
@@ -69,28 +65,19 @@ static int sem_try(struct syncmem__acq *a, uint64_t *expected)
 	uint32_t failed = 0;
 
 	for (;;) {
-		if (a->registered && !sem_waiters(v)) {
-			a->registered = false;	/* our count was taken away */
-			return -EUCLEAN;
-		}
 		if (sem_corrupt(v))
 			return -EUCLEAN;
-		if (sem_units(v) && (a->registered || !sem_waiters(v))) {
-			uint64_t next = v - 1 - (a->registered ? SEM_WAITER : 0);
-
+		if (sem_units(v)) {
 			/* Acquire: the poster's writes happen before ours. */
-			if (__atomic_compare_exchange_n(&s->word, &v, next, false,
-							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-				a->registered = false;
+			if (__atomic_compare_exchange_n(&s->word, &v, v - 1, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 				return 1;
-			}
-		} else if (a->registered) {
+		} else if (v & SEM_WAITED) {
 			*expected = v;
 			return 0;
-		} else if (__atomic_compare_exchange_n(&s->word, &v, v + SEM_WAITER, false,
+		} else if (__atomic_compare_exchange_n(&s->word, &v, v | SEM_WAITED, false,
 						       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-			a->registered = true;
-			v += SEM_WAITER;
+			v |= SEM_WAITED;
 			continue;
 		}
 		if (syncmem__too_many(&failed))
@@ -98,28 +85,16 @@ static int sem_try(struct syncmem__acq *a, uint64_t *expected)
 	}
 }
 
-static void sem_unregister(struct syncmem__acq *a)
-{
-	struct syncmem_sem *s = a->obj;
-
-	/*
-	 * Relaxed: only a count. A peer may have zeroed the waiters meanwhile;
-	 * the word then wraps to a corrupt value the next call reports.
-	 */
-	if (a->registered) {
-		__atomic_fetch_sub(&s->word, SEM_WAITER, __ATOMIC_RELAXED);
-		a->registered = false;
-	}
-}
-
-/*
- * Handed a unit: pairs with the release in syncmem_sem_post(), then leave
- * the waiters' count.
- */
+/* Handed a unit: pairs with the release in syncmem_sem_post(). */
 static void sem_handed(struct syncmem__acq *a)
 {
 	(void)__atomic_load_n(&((struct syncmem_sem *)a->obj)->word, __ATOMIC_ACQUIRE);
-	sem_unregister(a);
+}
+
+/* Nothing to undo: a mark left set is cleared by the next post(). */
+static void sem_abandon(struct syncmem__acq *a)
+{
+	(void)a;
 }
 
 static void sem_give_back(struct syncmem_region *r, struct syncmem__acq *a)
@@ -130,7 +105,7 @@ static void sem_give_back(struct syncmem_region *r, struct syncmem__acq *a)
 static const struct syncmem__acq_ops sem_ops = {
 	.try = sem_try,
 	.handed = sem_handed,
-	.abandon = sem_unregister,
+	.abandon = sem_abandon,
 	.give_back = sem_give_back,
 };
 
@@ -202,7 +177,7 @@ int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s)
 			return -EUCLEAN;
 		if (sem_units(v) == SYNCMEM_SEM_VALUE_MAX)
 			return -EOVERFLOW;
-		if (sem_waiters(v))
+		if (v & SEM_WAITED)
 			break;
 		/* Release: our writes happen before the taker's section. */
 		if (__atomic_compare_exchange_n(&s->word, &v, v + 1, false, __ATOMIC_RELEASE,
@@ -217,6 +192,7 @@ int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s)
 	 * load in sem_handed() synchronizes with our section.
 	 */
 	__atomic_fetch_add(&s->word, 0, __ATOMIC_RELEASE);
-	ret = syncmem__handoff(r, &s->word, 8, 1, SYNCMEM_HANDOFF_ADD);
+	ret = syncmem__handoff(r, &s->word, 8, 1,
+			       SYNCMEM_HANDOFF_ADD | SYNCMEM_HANDOFF_WAITERS);
 	return ret < 0 ? ret : 0;
 }

@@ -170,7 +170,7 @@ static void fifo_and_no_barging(struct __test_metadata *_metadata, struct syncme
 	EXPECT_EQ(0, atomic_load(&sh->bargers));
 	EXPECT_EQ(0, region_waiters(r));
 	if (sem)
-		EXPECT_EQ(0, sh->sem.word);	/* no units, no registered waiters */
+		EXPECT_EQ(0, sh->sem.word);	/* no units; the last hand-off unmarked it */
 }
 
 TEST_F(gs, gate_signals_hand_over_in_arrival_order_to_sync_and_async_waiters)
@@ -223,10 +223,11 @@ TEST_F(gs, sem_counts)
 	t0 = now_ns();
 	EXPECT_EQ(-ETIMEDOUT, syncmem_sem_timedwait(self->r, s, 50000000));
 	EXPECT_LE(50000000, now_ns() - t0);
-	EXPECT_EQ(0, s->word);		/* the timed-out waiter unregistered */
+	/* The timed-out waiter's mark stays until a post finds nobody. */
+	EXPECT_EQ(1ULL << 63, s->word);
 	EXPECT_EQ(-ETIMEDOUT, syncmem_sem_timedwait(self->r, s, 0));
 	EXPECT_EQ(0, syncmem_sem_post(self->r, s));
-	EXPECT_EQ(1, syncmem_sem_value(s));
+	EXPECT_EQ(1, s->word);
 	EXPECT_EQ(0, syncmem_sem_wait(self->r, s));
 	/* The count's ceiling. */
 	ASSERT_EQ(0, syncmem_sem_init(s, SYNCMEM_SEM_VALUE_MAX));
@@ -386,14 +387,15 @@ TEST_F(gs, errors)
 	EXPECT_EQ(-EINVAL, syncmem_gate_wait_async(NULL, self->r, &self->sh->gate, never, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_sem_wait_async(loop, self->r, &outside_sem, never, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_sem_wait_async(loop, self->r, &self->sh->sem, NULL, NULL));
-	/* Freeing the loop cancels a queued async wait, which unregisters. */
+	/* Freeing the loop cancels a queued async wait; the next post counts. */
 	syncmem_sem_init(&self->sh->sem, 0);
 	ASSERT_EQ(0, syncmem_sem_wait_async(loop, self->r, &self->sh->sem, note_result, &result));
-	EXPECT_EQ(1ULL << 32, self->sh->sem.word);
+	EXPECT_EQ(1ULL << 63, self->sh->sem.word);
 	EXPECT_EQ(1, result);
 	syncmem_loop_free(loop);
 	EXPECT_EQ(-ECANCELED, result);
-	EXPECT_EQ(0, self->sh->sem.word);
+	EXPECT_EQ(0, syncmem_sem_post(self->r, &self->sh->sem));
+	EXPECT_EQ(1, self->sh->sem.word);
 	EXPECT_EQ(0, region_waiters(self->r));
 }
 

@@ -506,8 +506,8 @@ TEST(a_semaphore_unit_whose_record_is_never_read_goes_on)
 	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
 	sem = syncmem_base(r);
 	ASSERT_EQ(0, syncmem_sem_init(sem, 0));
-	/* A registered waiter, as the library makes one, waiting async. */
-	sem->word = 1ull << 32;
+	/* A waiter, as the library makes one (the word marked), waiting async. */
+	sem->word = 1ull << 63;
 	w.region_fd = syncmem_region_fd(r);
 	w.expected = sem->word;
 	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_ioctl(dev, SYNCMEM_IOC_WAIT_ASYNC, &w));
@@ -519,6 +519,82 @@ TEST(a_semaphore_unit_whose_record_is_never_read_goes_on)
 	for (int i = 0; i < 1000 && !syncmem_sem_value(sem); i++)
 		usleep(1000);
 	EXPECT_EQ(1, syncmem_sem_value(sem));
+	syncmem_close(r);
+}
+
+TEST(a_semaphore_waiter_that_dies_leaves_nothing_behind)
+{
+	struct syncmem_region *r;
+	struct syncmem_sem *sem;
+	pid_t pid;
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	sem = syncmem_base(r);
+	ASSERT_EQ(0, syncmem_sem_init(sem, 0));
+	pid = fork();
+	if (pid == 0)
+		_exit(syncmem_sem_wait(r, sem));
+	ASSERT_TRUE(await_waiters(r, 1));
+	kill_and_reap(pid);
+	EXPECT_TRUE(await_waiters(r, 0));
+	/* The mark it left goes with the next post, which finds nobody. */
+	EXPECT_EQ(1ull << 63, sem->word);
+	EXPECT_EQ(0, syncmem_sem_post(r, sem));
+	EXPECT_EQ(1, sem->word);
+	/* From then on posts and waits make no system call. */
+	pid = fork();
+	if (pid == 0) {
+		if (forbid_ioctl())
+			_exit(2);
+		for (int i = 0; i < 1000; i++)
+			if (syncmem_sem_post(r, sem) || syncmem_sem_wait(r, sem))
+				_exit(3);
+		_exit(0);
+	}
+	EXPECT_EQ(0, wait_exit(pid));
+	EXPECT_EQ(1, syncmem_sem_value(sem));
+	syncmem_close(r);
+}
+
+TEST(the_kernel_clears_a_handoff_waiters_mark_when_nobody_is_left_queued)
+{
+	struct syncmem_handoff h = { .value = 1, .size = 8,
+				     .flags = SYNCMEM_HANDOFF_ADD | SYNCMEM_HANDOFF_WAITERS };
+	struct syncmem_region *r;
+	uint64_t *word;
+	pid_t a, b;
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	word = syncmem_base(r);
+	/* Nobody queued: the value is added and the mark cleared. */
+	*word = 1ull << 63 | 5;
+	EXPECT_EQ(SYNCMEM_HANDOFF_STORED, raw_ioctl(syncmem_region_fd(r), SYNCMEM_IOC_HANDOFF, &h));
+	EXPECT_EQ(6, *word);
+	/* Two queued: the first hand-off keeps the mark, the last clears it. */
+	*word = 1ull << 63;
+	a = fork();
+	if (a == 0)
+		_exit(syncmem_wait64(r, word, 1ull << 63, SYNCMEM_FOREVER));
+	ASSERT_TRUE(await_waiters(r, 1));
+	b = fork();
+	if (b == 0)
+		_exit(syncmem_wait64(r, word, 1ull << 63, SYNCMEM_FOREVER));
+	ASSERT_TRUE(await_waiters(r, 2));
+	EXPECT_EQ(SYNCMEM_HANDOFF_WOKE, raw_ioctl(syncmem_region_fd(r), SYNCMEM_IOC_HANDOFF, &h));
+	EXPECT_EQ(1ull << 63, *word);
+	EXPECT_EQ(SYNCMEM_OK, wait_exit(a));
+	EXPECT_EQ(SYNCMEM_HANDOFF_WOKE, raw_ioctl(syncmem_region_fd(r), SYNCMEM_IOC_HANDOFF, &h));
+	EXPECT_EQ(0, *word);
+	EXPECT_EQ(SYNCMEM_OK, wait_exit(b));
+	/* 4-byte words: bit 31. */
+	h.size = 4;
+	word[1] = 0x80000000u;
+	h.offset = 8;
+	EXPECT_EQ(SYNCMEM_HANDOFF_STORED, raw_ioctl(syncmem_region_fd(r), SYNCMEM_IOC_HANDOFF, &h));
+	EXPECT_EQ(1, word[1] & 0xffffffffu);
+	/* Flags it does not know: -EINVAL. */
+	h.flags = 1u << 2;
+	EXPECT_EQ(-EINVAL, raw_ioctl(syncmem_region_fd(r), SYNCMEM_IOC_HANDOFF, &h));
 	syncmem_close(r);
 }
 

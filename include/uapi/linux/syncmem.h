@@ -33,6 +33,7 @@
 #define SYNCMEM_FEAT_LIMITS		(1ULL << 5)  /* per-user and per-namespace limits */
 #define SYNCMEM_FEAT_REGION_LIST	(1ULL << 6)  /* REGION_LIST */
 #define SYNCMEM_FEAT_OWNERS		(1ULL << 7)  /* OWNER, LOCK_WAIT, UNLOCK */
+#define SYNCMEM_FEAT_HANDOFF_WAITERS	(1ULL << 8)  /* SYNCMEM_HANDOFF_WAITERS */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -304,7 +305,8 @@ struct syncmem_notify {
 
 /* Bits of struct syncmem_handoff.flags. */
 #define SYNCMEM_HANDOFF_ADD		(1U << 0)  /* add @value instead of storing it */
-#define SYNCMEM_HANDOFF_FLAGS		SYNCMEM_HANDOFF_ADD
+#define SYNCMEM_HANDOFF_WAITERS		(1U << 1)  /* the top bit: "may be waited on" */
+#define SYNCMEM_HANDOFF_FLAGS		(SYNCMEM_HANDOFF_ADD | SYNCMEM_HANDOFF_WAITERS)
 
 /* Results of SYNCMEM_IOC_HANDOFF. */
 #define SYNCMEM_HANDOFF_STORED		0  /* nobody waited: @value was stored */
@@ -326,6 +328,15 @@ struct syncmem_notify {
  * read-only waiters of the word (the word changed): a semaphore's post hands
  * a unit to the oldest waiter or else counts it. Never fails for lack of
  * memory. Needs a writable region fd.
+ *
+ * With SYNCMEM_HANDOFF_WAITERS the word's top bit (bit 31 or 63) is its
+ * users' "waiters may be queued" mark, which waiters set before they sleep
+ * and the kernel clears, under the same lock, whenever this call leaves no
+ * waiter of a writable fd queued: after storing or adding @value, or after
+ * handing off to the last one. A waiter that times out, is cancelled or dies
+ * leaves the mark set only until the next such call, which finds nobody
+ * queued and clears it; a waiter that set it and is about to sleep sees the
+ * word change and looks again.
  */
 struct syncmem_handoff {
 	__u64 offset;
