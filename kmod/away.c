@@ -17,21 +17,28 @@
  *
  * A thread has at most one waiter away. The waiter is cancelled, and
  * whatever it was given passed on as for a wait dropped unread, when
- *  - the thread makes any other wait (its handler waits, or it left the
- *    handler by longjmp and then waits again);
- *  - the thread exits: found by a check every SYNCMEM_AWAY_CHECK while any
- *    waiter is away, and at once when a process that holds owner ids exits
- *    (wakers pass over an exiting thread's waiter meanwhile);
+ *  - the thread makes any other WAIT or LOCK_WAIT, or one with bad
+ *    arguments (its handler waits, or it left the handler by longjmp and
+ *    then waits again);
+ *  - the thread's process closes a region fd of the region (close(), dup2()
+ *    over it, close-on-exec): the restarted call could not reach it;
+ *  - the thread execs or exits: wakers pass over its waiter at once, and a
+ *    check every SYNCMEM_AWAY_CHECK while any waiter is away (at once when
+ *    a process that holds owner ids exits) cancels it;
  *  - the module is unloaded.
  * A handler that leaves by longjmp and never waits again leaves its waiter
  * queued until the thread exits; what it is given meanwhile is its own (a
  * lock handed to it is held by that thread), which is why a wait, like
  * pthread_mutex_lock(), must not be left by longjmp from a handler.
  *
- * Each away waiter is charged to the memory cgroup of its thread; a thread
- * has at most one, so they are bounded by the threads a user may run.
+ * Costs: while no waiter is away, one read of a counter per wait. Else a
+ * wait looks its thread up without a lock (RCU), the checks and region fd
+ * closes walk every waiter away, and each is charged to the memory cgroup
+ * of its thread; a thread has at most one.
  */
+#include <linux/fdtable.h>
 #include <linux/hashtable.h>
+#include <linux/rculist.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
@@ -42,18 +49,25 @@
 
 struct syncmem_away {
 	struct syncmem_sync_waiter sw;	/* queued until claimed or cancelled */
-	struct hlist_node node;		/* in syncmem_away_table, by @task */
+	struct hlist_node hash_node;	/* in syncmem_away_hash, by @task */
+	struct list_head node;		/* in syncmem_away_list, or ended */
+	bool listed;			/* in both; under syncmem_away_lock */
 	struct task_struct *task;	/* its thread; referenced */
+	u64 exec_id;			/* the program it ran */
+	struct files_struct *files;	/* its fd table; compared only */
 	struct syncmem_region *r;	/* referenced */
 	struct syncmem_wait arg;	/* the call that takes it up again */
+	struct rcu_head rcu;
 };
 
 /* How often to look for away waiters of threads that exited. */
 #define SYNCMEM_AWAY_CHECK	(HZ / 10)
 
-static DEFINE_HASHTABLE(syncmem_away_table, 6);
-static DEFINE_SPINLOCK(syncmem_away_lock);	/* the table, syncmem_nr_away */
+static DEFINE_SPINLOCK(syncmem_away_lock);	/* hash and list changes, nr, dying */
+static DEFINE_HASHTABLE(syncmem_away_hash, 10);	/* looked up under RCU */
+static LIST_HEAD(syncmem_away_list);
 static unsigned long syncmem_nr_away;
+static bool syncmem_away_dying;			/* the module is going */
 
 static void syncmem_away_check(struct work_struct *work);
 static DECLARE_DELAYED_WORK(syncmem_away_work, syncmem_away_check);
@@ -63,22 +77,52 @@ struct syncmem_sync_waiter *syncmem_away_waiter(struct syncmem_away *a)
 	return &a->sw;
 }
 
+/* Under syncmem_away_lock: (re)arm the check, unless the module is going. */
+static void syncmem_away_arm(unsigned long delay)
+{
+	lockdep_assert_held(&syncmem_away_lock);
+	if (syncmem_nr_away && !syncmem_away_dying)
+		mod_delayed_work(system_wq, &syncmem_away_work, delay);
+}
+
+/* Under syncmem_away_lock: take @a out of the table; the caller owns it. */
+static void syncmem_away_unlist(struct syncmem_away *a)
+{
+	lockdep_assert_held(&syncmem_away_lock);
+	hash_del_rcu(&a->hash_node);
+	list_del(&a->node);
+	a->listed = false;
+	WRITE_ONCE(syncmem_nr_away, syncmem_nr_away - 1);
+}
+
 void syncmem_away_free(struct syncmem_away *a)
 {
 	put_task_struct(a->task);
 	syncmem_region_put(a->r);
-	kfree(a);
+	kfree_rcu(a, rcu);	/* a lookup may still look at it */
 }
 
-/* Out of the table: cancel the waiter, pass on what it got, free it. */
-static void syncmem_away_end(struct syncmem_away *a)
+/**
+ * syncmem_away_end - cancel a waiter away, passing on what it got; free it
+ * @a:	A waiter away, out of the table (NULL: nothing to do).
+ */
+void syncmem_away_end(struct syncmem_away *a)
 {
+	if (!a)
+		return;
 	syncmem_waiter_abandon(a->r, a->arg.offset, &a->sw.w);
 	syncmem_away_free(a);
 }
 
+/* Has the thread of @a exited, or exec'd (it will never come back)? */
+static bool syncmem_away_lost(const struct syncmem_away *a)
+{
+	return (READ_ONCE(a->task->flags) & PF_EXITING) ||
+	       READ_ONCE(a->task->self_exec_id) != a->exec_id;
+}
+
 /**
- * syncmem_away_gone - is @w the waiter of an exiting thread, away?
+ * syncmem_away_gone - is @w the waiter away of a thread that is gone?
  * @w:	A blocked (not async) waiter, under its bucket lock.
  *
  * Such a waiter will never be taken up: wakers pass it over.
@@ -86,59 +130,65 @@ static void syncmem_away_end(struct syncmem_away *a)
 bool syncmem_away_gone(const struct syncmem_waiter *w)
 {
 	const struct syncmem_sync_waiter *sw;
-	const struct syncmem_away *a;
 
 	sw = container_of(w, struct syncmem_sync_waiter, w);
 	if (sw->task)
 		return false;	/* asleep in its call */
-	a = container_of(sw, struct syncmem_away, sw);
-	return READ_ONCE(a->task->flags) & PF_EXITING;
-}
-
-static bool syncmem_away_matches(const struct syncmem_away *a,
-				 struct syncmem_region *r,
-				 const struct syncmem_wait *arg, bool observer,
-				 u64 owner)
-{
-	return a->r == r && a->sw.w.observer == observer &&
-	       a->sw.w.owner == owner && a->arg.offset == arg->offset &&
-	       a->arg.expected == arg->expected &&
-	       a->arg.deadline_ns == arg->deadline_ns &&
-	       a->arg.size == arg->size && a->arg.flags == arg->flags;
+	return syncmem_away_lost(container_of(sw, struct syncmem_away, sw));
 }
 
 /**
- * syncmem_away_take - the calling thread's waiter away, for its wait
+ * syncmem_away_take - the calling thread's waiter away, out of the table
+ *
+ * Returns NULL if it has none. The caller takes it up (syncmem_away_keep())
+ * or ends it (syncmem_away_end()).
+ */
+struct syncmem_away *syncmem_away_take(void)
+{
+	struct task_struct *me = current;
+	struct syncmem_away *a, *found = NULL;
+
+	/* Our own entry, if any, was added by this thread: never missed. */
+	if (!READ_ONCE(syncmem_nr_away))
+		return NULL;
+	rcu_read_lock();
+	hash_for_each_possible_rcu(syncmem_away_hash, a, hash_node, (unsigned long)me) {
+		if (a->task != me)
+			continue;
+		/* Another thread closing a region fd may have ended it. */
+		spin_lock(&syncmem_away_lock);
+		if (a->listed) {
+			syncmem_away_unlist(a);
+			found = a;
+		}
+		spin_unlock(&syncmem_away_lock);
+		break;
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+/**
+ * syncmem_away_keep - is @a the waiter of this very call?
+ * @a:		The calling thread's waiter away (NULL: none).
  * @r:		The region of the wait the thread makes now.
  * @arg:	That wait.
  * @observer:	Made through a read-only region fd.
  * @owner:	The owner id it waits as (LOCK_WAIT), else 0.
  *
- * Returns the waiter away if this is the call it was left by (now out of
- * the table: the caller takes it up and frees it), else NULL, having
- * cancelled any other waiter the thread had away.
+ * Returns @a if the call is the one it was left by, restarted; else ends it
+ * and returns NULL.
  */
-struct syncmem_away *syncmem_away_take(struct syncmem_region *r,
+struct syncmem_away *syncmem_away_keep(struct syncmem_away *a,
+				       struct syncmem_region *r,
 				       const struct syncmem_wait *arg,
 				       bool observer, u64 owner)
 {
-	struct syncmem_away *a;
-
-	/* Our own entry, if any, was added by this thread: never missed. */
-	if (!READ_ONCE(syncmem_nr_away))
-		return NULL;
-	spin_lock(&syncmem_away_lock);
-	hash_for_each_possible(syncmem_away_table, a, node, (unsigned long)current) {
-		if (a->task == current) {
-			hash_del(&a->node);
-			WRITE_ONCE(syncmem_nr_away, syncmem_nr_away - 1);
-			break;
-		}
-	}
-	spin_unlock(&syncmem_away_lock);
-	if (!a)
-		return NULL;
-	if (syncmem_away_matches(a, r, arg, observer, owner))
+	if (a && a->r == r && a->sw.w.observer == observer &&
+	    a->sw.w.owner == owner && a->arg.offset == arg->offset &&
+	    a->arg.expected == arg->expected &&
+	    a->arg.deadline_ns == arg->deadline_ns &&
+	    a->arg.size == arg->size && a->arg.flags == arg->flags)
 		return a;
 	syncmem_away_end(a);
 	return NULL;
@@ -165,11 +215,15 @@ int syncmem_away_park(struct syncmem_region *r, const struct syncmem_wait *arg,
 		if (state != SYNCMEM_W_QUEUED)
 			return state;
 	} else {
-		a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
+		/* Failing is harmless: the waiter then goes to the tail. */
+		a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT | __GFP_NORETRY |
+					__GFP_NOWARN);
 		if (!a)
 			return SYNCMEM_W_CANCELLED;
-		/* Set before it is queued: wakers look at its task. */
+		/* Set before it is queued: wakers look at its thread. */
 		a->task = get_task_struct(current);
+		a->exec_id = current->self_exec_id;
+		a->files = current->files;
 		a->arg = *arg;
 		kref_get(&r->ref);
 		a->r = r;
@@ -180,72 +234,92 @@ int syncmem_away_park(struct syncmem_region *r, const struct syncmem_wait *arg,
 		}
 	}
 	spin_lock(&syncmem_away_lock);
-	hash_add(syncmem_away_table, &a->node, (unsigned long)current);
+	hash_add_rcu(syncmem_away_hash, &a->hash_node, (unsigned long)current);
+	list_add_tail(&a->node, &syncmem_away_list);
+	a->listed = true;
 	WRITE_ONCE(syncmem_nr_away, syncmem_nr_away + 1);
+	if (!delayed_work_pending(&syncmem_away_work))
+		syncmem_away_arm(SYNCMEM_AWAY_CHECK);
 	spin_unlock(&syncmem_away_lock);
-	queue_delayed_work(system_wq, &syncmem_away_work, SYNCMEM_AWAY_CHECK);
 	return SYNCMEM_W_QUEUED;
 }
 
-/*
- * Move to @ended the waiters away of exited threads (@all: every one);
- * return how many are left in the table.
- */
-static unsigned long syncmem_away_collect(struct hlist_head *ended, bool all)
+static void syncmem_away_end_all(struct list_head *ended)
 {
-	struct syncmem_away *a;
-	struct hlist_node *tmp;
-	unsigned long left;
-	int bkt;
+	struct syncmem_away *a, *tmp;
 
-	spin_lock(&syncmem_away_lock);
-	hash_for_each_safe(syncmem_away_table, bkt, tmp, a, node) {
-		if (!all && !(READ_ONCE(a->task->flags) & PF_EXITING))
-			continue;
-		hash_del(&a->node);
-		WRITE_ONCE(syncmem_nr_away, syncmem_nr_away - 1);
-		hlist_add_head(&a->node, ended);
-	}
-	left = syncmem_nr_away;
-	spin_unlock(&syncmem_away_lock);
-	return left;
-}
-
-static void syncmem_away_end_all(struct hlist_head *ended)
-{
-	struct syncmem_away *a;
-	struct hlist_node *tmp;
-
-	hlist_for_each_entry_safe(a, tmp, ended, node) {
+	list_for_each_entry_safe(a, tmp, ended, node) {
 		syncmem_away_end(a);
 		cond_resched();
 	}
 }
 
-/* Cancel the waiters away of threads that exited. */
+/* Cancel the waiters away of threads that exited or exec'd. */
 static void syncmem_away_check(struct work_struct *work)
 {
-	HLIST_HEAD(ended);
-	unsigned long left = syncmem_away_collect(&ended, false);
+	struct syncmem_away *a, *tmp;
+	LIST_HEAD(ended);
 
+	spin_lock(&syncmem_away_lock);
+	list_for_each_entry_safe(a, tmp, &syncmem_away_list, node) {
+		if (!syncmem_away_lost(a))
+			continue;
+		syncmem_away_unlist(a);
+		list_add_tail(&a->node, &ended);
+	}
+	syncmem_away_arm(SYNCMEM_AWAY_CHECK);
+	spin_unlock(&syncmem_away_lock);
 	syncmem_away_end_all(&ended);
-	if (left)
-		queue_delayed_work(system_wq, &syncmem_away_work,
-				   SYNCMEM_AWAY_CHECK);
 }
 
 /* A process exited: look now rather than at the next check. */
 void syncmem_away_poke(void)
 {
-	if (READ_ONCE(syncmem_nr_away))
-		mod_delayed_work(system_wq, &syncmem_away_work, 0);
+	if (!READ_ONCE(syncmem_nr_away))
+		return;
+	spin_lock(&syncmem_away_lock);
+	syncmem_away_arm(0);
+	spin_unlock(&syncmem_away_lock);
+}
+
+/**
+ * syncmem_away_flush - a region fd is closed by the process with @files
+ * @r:		Its region.
+ * @files:	The fd table it was closed in.
+ *
+ * A waiter away of that process on that region could not be taken up by a
+ * restarted call through it: cancel it.
+ */
+void syncmem_away_flush(struct syncmem_region *r, struct files_struct *files)
+{
+	struct syncmem_away *a, *tmp;
+	LIST_HEAD(ended);
+
+	if (!READ_ONCE(syncmem_nr_away))
+		return;
+	spin_lock(&syncmem_away_lock);
+	list_for_each_entry_safe(a, tmp, &syncmem_away_list, node) {
+		if (a->r != r || a->files != files)
+			continue;
+		syncmem_away_unlist(a);
+		list_add_tail(&a->node, &ended);
+	}
+	spin_unlock(&syncmem_away_lock);
+	syncmem_away_end_all(&ended);
 }
 
 void syncmem_away_exit(void)
 {
-	HLIST_HEAD(ended);
+	struct syncmem_away *a, *tmp;
+	LIST_HEAD(ended);
 
+	spin_lock(&syncmem_away_lock);
+	syncmem_away_dying = true;	/* nothing arms the check any more */
+	list_for_each_entry_safe(a, tmp, &syncmem_away_list, node) {
+		syncmem_away_unlist(a);
+		list_add_tail(&a->node, &ended);
+	}
+	spin_unlock(&syncmem_away_lock);
 	cancel_delayed_work_sync(&syncmem_away_work);
-	syncmem_away_collect(&ended, true);
 	syncmem_away_end_all(&ended);
 }

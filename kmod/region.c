@@ -242,6 +242,13 @@ static int syncmem_region_file_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* Closed in a process: its waiters away on @r can no longer come back. */
+static int syncmem_region_file_flush(struct file *file, fl_owner_t id)
+{
+	syncmem_away_flush(file->private_data, id);
+	return 0;
+}
+
 static long syncmem_region_ioctl_info(struct file *file, void __user *uarg)
 {
 	struct syncmem_region *r = file->private_data;
@@ -298,6 +305,7 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 
 static const struct file_operations syncmem_region_fops = {
 	.owner		= THIS_MODULE,
+	.flush		= syncmem_region_file_flush,
 	.release	= syncmem_region_file_release,
 	.mmap		= syncmem_region_mmap,
 	.unlocked_ioctl	= syncmem_region_ioctl,

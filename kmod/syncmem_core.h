@@ -63,6 +63,7 @@ struct syncmem_sync_waiter {
 };
 
 struct syncmem_away;
+struct files_struct;
 
 /* Charged usage of a user or an IPC namespace (limits.c). */
 struct syncmem_usage {
@@ -265,9 +266,13 @@ void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
 /* away.c */
 void syncmem_away_exit(void);
 void syncmem_away_poke(void);
-struct syncmem_away *syncmem_away_take(struct syncmem_region *r,
+struct syncmem_away *syncmem_away_take(void);
+struct syncmem_away *syncmem_away_keep(struct syncmem_away *a,
+				       struct syncmem_region *r,
 				       const struct syncmem_wait *arg,
 				       bool observer, u64 owner);
+void syncmem_away_end(struct syncmem_away *a);
+void syncmem_away_flush(struct syncmem_region *r, struct files_struct *files);
 int syncmem_away_park(struct syncmem_region *r, const struct syncmem_wait *arg,
 		      struct syncmem_sync_waiter *sw, struct syncmem_away *a);
 struct syncmem_sync_waiter *syncmem_away_waiter(struct syncmem_away *a);

@@ -963,13 +963,18 @@ static long syncmem_wait_signalled(struct syncmem_region *r,
 		return syncmem_wait_result(state);
 	/*
 	 * Restarted with the same arguments, hence the same absolute
-	 * deadline, once the handler ran (a fatal signal never comes back).
+	 * deadline, once the handler ran (a fatal signal never comes back);
+	 * an interruptible wait ends if a handler ran, else restarts too.
 	 */
-	return interruptible ? -EINTR : -ERESTARTNOINTR;
+	return interruptible ? -ERESTARTNOHAND : -ERESTARTNOINTR;
 }
 
+/*
+ * @away: the calling thread's waiter away (syncmem_away_take()), if any;
+ * taken up if this is the call it was left by, else cancelled.
+ */
 static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
-			 const struct syncmem_wait *arg)
+			 const struct syncmem_wait *arg, struct syncmem_away *away)
 {
 	struct syncmem_sync_waiter stack_waiter = {
 		.w.observer = observer,
@@ -978,17 +983,27 @@ static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
 		.task = current,
 	};
 	struct syncmem_sync_waiter *sw = &stack_waiter;
-	struct syncmem_away *away;
 	bool parked;
 	long ret;
 
 	/* A restart after a signal: the waiter kept its place. */
-	away = syncmem_away_take(r, arg, observer, owner);
+	away = syncmem_away_keep(away, r, arg, observer, owner);
 	if (away) {
 		sw = syncmem_away_waiter(away);
 		ret = syncmem_waiter_set_task(sw, current);
 		ret = ret == SYNCMEM_W_QUEUED ? SYNCMEM_WAIT_QUEUED :
 		      syncmem_wait_result(ret);
+		/*
+		 * Still waiting on an owner that died meanwhile (a thread of
+		 * a live process): start again, to take the word over.
+		 */
+		if (ret == SYNCMEM_WAIT_QUEUED && owner &&
+		    !syncmem_owner_alive(arg->expected & SYNCMEM_OWNER_ID)) {
+			syncmem_away_end(away);
+			away = NULL;
+			sw = &stack_waiter;
+			ret = syncmem_wait_enqueue(r, arg, &sw->w, NULL);
+		}
 	} else {
 		ret = syncmem_wait_enqueue(r, arg, &sw->w, NULL);
 	}
@@ -1119,15 +1134,19 @@ int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg)
 long syncmem_ioctl_wait(struct syncmem_region *r, bool observer,
 			void __user *uarg)
 {
+	struct syncmem_away *away = syncmem_away_take();
 	struct syncmem_wait arg;
-	int err;
+	int err = -EFAULT;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
-		return -EFAULT;
+		goto fail;
 	err = syncmem_wait_check(r, &arg);
 	if (err)
-		return err;
-	return syncmem_wait(r, observer, 0, &arg);
+		goto fail;
+	return syncmem_wait(r, observer, 0, &arg, away);
+fail:
+	syncmem_away_end(away);
+	return err;
 }
 
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg)
@@ -1163,14 +1182,16 @@ long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)
 long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
 			     void __user *uarg)
 {
+	struct syncmem_away *away = syncmem_away_take();
 	struct syncmem_lock_wait arg;
 	struct syncmem_wait w;
-	int err;
+	int err = -EFAULT;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
-		return -EFAULT;
+		goto fail;
+	err = -EINVAL;
 	if ((arg.flags & ~SYNCMEM_WAIT_FLAGS) || arg.pad)
-		return -EINVAL;
+		goto fail;
 	w = (struct syncmem_wait){
 		.offset = arg.offset,
 		.expected = arg.expected,
@@ -1180,13 +1201,17 @@ long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
 	};
 	err = syncmem_wait_check(r, &w);
 	if (err)
-		return err;
+		goto fail;
 	/* A read-only open confers no ownership: such a waiter observes. */
 	if (observer)
-		return syncmem_wait(r, true, 0, &w);
+		return syncmem_wait(r, true, 0, &w, away);
+	err = -EINVAL;
 	if (!arg.owner || !syncmem_owner_is_current(arg.owner))
-		return -EINVAL;
-	return syncmem_wait(r, false, arg.owner, &w);
+		goto fail;
+	return syncmem_wait(r, false, arg.owner, &w, away);
+fail:
+	syncmem_away_end(away);
+	return err;
 }
 
 /*

@@ -6,7 +6,9 @@
  * from its wait gives up its place and passes on what it was given.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -342,6 +344,84 @@ TEST_F(signals, a_handler_that_waits_itself_costs_the_outer_wait_its_place_only)
 	EXPECT_EQ(0, region_waiters(self->r));
 	close(fds[0]);
 	close(fds[1]);
+}
+
+static void exec_in_handler(int sig)
+{
+	(void)sig;
+	execl("/bin/sh", "sh", "-c", "sleep 2", (char *)NULL);
+	_exit(99);
+}
+
+TEST_F(signals, a_waiter_whose_handler_execs_gives_up_its_place_and_what_it_got)
+{
+	struct sigaction sa = { .sa_handler = exec_in_handler };
+	struct sshared *sh = self->sh;
+	int64_t t0;
+	pid_t a, b;
+
+	sh->word = 0;
+	a = fork();
+	if (a == 0) {
+		sigaction(SIGUSR1, &sa, NULL);
+		_exit(syncmem_wait32(self->r, &sh->word, 0, SYNCMEM_FOREVER));
+	}
+	ASSERT_TRUE(await_waiters(self->r, 1));
+	b = plain_waiter(self->r, sh);
+	ASSERT_TRUE(await_waiters(self->r, 2));
+	/* Stopped first, so that the hand-off comes while it is away. */
+	stop_and_await(a);
+	EXPECT_EQ(1, syncmem_handoff32(self->r, &sh->word, 1));
+	kill(a, SIGUSR1);
+	t0 = now_ns();
+	kill(a, SIGCONT);
+	/* The exec closed its region fd: the hand-off goes on to b. */
+	EXPECT_EQ(SYNCMEM_OK, wait_exit(b));
+	EXPECT_GT(1000 * MS, now_ns() - t0);
+	EXPECT_EQ(0, region_waiters(self->r));
+	EXPECT_EQ(0, wait_exit(a));	/* sh -c 'sleep 2' */
+}
+
+static void *wait_interruptibly(void *arg)
+{
+	struct sshared *sh = arg;
+
+	return (void *)(intptr_t)syncmem_wait32_interruptible(handler_region, &sh->word,
+							      0, SYNCMEM_FOREVER);
+}
+
+TEST_F(signals, a_stop_does_not_end_an_interruptible_wait_a_handler_does)
+{
+	struct sigaction sa = { .sa_handler = count_signal };
+	struct sshared *sh = self->sh;
+	void *ret;
+	pid_t a;
+
+	handler_region = self->r;
+	sh->word = 0;
+	a = fork();
+	if (a == 0)
+		_exit(syncmem_wait32_interruptible(self->r, &sh->word, 0, SYNCMEM_FOREVER));
+	ASSERT_TRUE(await_waiters(self->r, 1));
+	stop_and_await(a);
+	kill(a, SIGCONT);
+	usleep(50 * 1000);
+	EXPECT_EQ(1, region_waiters(self->r));
+	EXPECT_EQ(1, syncmem_notify(self->r, &sh->word, 1));
+	EXPECT_EQ(SYNCMEM_OK, wait_exit(a));
+
+	/* A handler that runs ends it: -EINTR. */
+	{
+		pthread_t t;
+
+		ASSERT_EQ(0, sigaction(SIGUSR2, &sa, NULL));
+		ASSERT_EQ(0, pthread_create(&t, NULL, wait_interruptibly, sh));
+		ASSERT_TRUE(await_waiters(self->r, 1));
+		pthread_kill(t, SIGUSR2);
+		pthread_join(t, &ret);
+		EXPECT_EQ(-EINTR, (int)(intptr_t)ret);
+		EXPECT_EQ(0, region_waiters(self->r));
+	}
 }
 
 TEST_HARNESS_MAIN

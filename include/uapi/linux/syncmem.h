@@ -270,8 +270,9 @@ struct syncmem_region_list {
  * deadline); the waiter keeps its place in the queue meanwhile, and what a
  * notify or hand-off gives it while it is away is returned by the restarted
  * call. It never returns early because of the signal. With
- * SYNCMEM_WAIT_INTERRUPTIBLE a signal whose handler runs ends the wait
- * instead: -EINTR, after the handler, for programs that want that.
+ * SYNCMEM_WAIT_INTERRUPTIBLE the waiter leaves the queue on a signal, and
+ * the call returns -EINTR if a handler ran (else it restarts and queues
+ * again), for programs that want a signal to end a wait.
  */
 /* Bits of struct syncmem_wait.flags and struct syncmem_lock_wait.flags. */
 #define SYNCMEM_WAIT_INTERRUPTIBLE	(1U << 0)  /* a signal ends the wait: -EINTR */
