@@ -479,7 +479,7 @@ TEST_F(wait, bad_arguments)
 	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .offset = 1));
 	EXPECT_EQ(-EINVAL, HANDOFF(.size = 8, .offset = REGION_SIZE - 4));
 	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .value = 1ULL << 32));
-	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .flags = 2));
+	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .flags = 4));
 	EXPECT_EQ(-EINVAL, HANDOFF(.size = 4, .flags = SYNCMEM_HANDOFF_ADD, .value = 1ULL << 32));
 	EXPECT_EQ(-EFAULT, raw_ioctl(self->fd, SYNCMEM_IOC_HANDOFF, NULL));
 #undef HANDOFF
