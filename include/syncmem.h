@@ -396,23 +396,38 @@ int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
  * A gate in shared memory (64 bytes): wait() passes an open gate and closes
  * it behind; signal() hands the gate to the oldest waiter (it stays closed)
  * or, with nobody waiting, opens it. Waiters, blocking and async, queue in
- * one FIFO. Anyone may signal: a gate is a binary semaphore with hand-off,
- * not a lock with an owner. All-zero bytes are a closed gate.
+ * one FIFO. Anyone may signal. All-zero bytes are an open gate.
+ *
+ * SYNCMEM_GATE_HELD: whoever passes the gate holds it until somebody signals
+ * (a mutex that anyone may release); if it dies first, the oldest waiter is
+ * given the gate with -EOWNERDEAD (and holds it). Not for gates passed on
+ * by a different party than the one that passed them (passing the baton),
+ * where the passer's death says nothing about the gate.
  */
 struct syncmem_gate {
-	uint32_t word;		/* 0 closed, 1 open, 2 closed and maybe waited on */
-	uint32_t reserved[15];
+	uint64_t word;		/* 0 open, else closed: an owner word */
+	uint32_t flags;		/* SYNCMEM_GATE_HELD */
+	uint32_t reserved[13];
 } __attribute__((aligned(64)));
 
+#define SYNCMEM_GATE_HELD	0x1
+
 void syncmem_gate_init(struct syncmem_gate *g, bool open);
+/* With SYNCMEM_GATE_* @flags: 0, or -EINVAL for unknown flags. */
+int syncmem_gate_init_flags(struct syncmem_gate *g, bool open, uint32_t flags);
 
 /*
- * 0 once through (the gate is closed again), or -ETIMEDOUT;
- * -EUCLEAN for a word no gate holds, -EBADF on a read-only region.
+ * 0 once through (the gate is closed again), or, for a held gate,
+ * -EOWNERDEAD: through after its holder died; -ETIMEDOUT; -EUCLEAN for a
+ * word no gate holds, -EBADF on a read-only region. A thread may wait on a
+ * gate it passed (the next signal lets it through again).
  */
 int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t timeout_ns);
 
-/* cb(arg, 0) from the loop once through, or cb(arg, -ECANCELED). */
+/*
+ * cb(arg, 0) from the loop once through (a held gate is held by the
+ * process), or cb(arg, -EOWNERDEAD) after a dead holder, cb(arg, -ECANCELED).
+ */
 int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg);
 

@@ -114,14 +114,16 @@ static bool syncmem_owner_running(const struct syncmem_owner_entry *o)
  * syncmem_owner_alive - does @id name a live owner?
  * @id:	An owner id (any value: a word may hold anything).
  *
- * False for an id never issued, one whose owner died, and 0. Callable in
- * atomic context.
+ * False for an id never issued (but SYNCMEM_OWNER_NOBODY), one whose owner
+ * died, and 0. Callable in atomic context.
  */
 bool syncmem_owner_alive(u64 id)
 {
 	struct syncmem_owner_entry *o;
 	bool alive = false;
 
+	if (id == SYNCMEM_OWNER_NOBODY)
+		return true;	/* held by nobody: never taken over */
 	rcu_read_lock();
 	o = rhashtable_lookup(&syncmem_owners, &id, syncmem_owner_params);
 	if (o)

@@ -4,7 +4,9 @@
  * Both loop on: try to take the object; else sleep on its word expecting the
  * value try() saw. A hand-off (the kernel's HANDOFF picking this waiter)
  * means the object was given to us and the word left as it was; a plain
- * wake-up or a changed word means: try again. A word that keeps changing
+ * wake-up or a changed word means: try again. For an owner word (the gate)
+ * the waits are LOCK_WAITs, and the kernel may also give the object to a
+ * waiter because its holder died (SYNCMEM_WAIT_OWNER_DIED: -EOWNERDEAD). A word that keeps changing
  * between try() and the wait (SYNCMEM__RETRY_MAX times in one call) is
  * being written by something else: -EUCLEAN.
  */
@@ -16,8 +18,30 @@
 
 #include "acquire.h"
 
-/* Posted result: the object was taken before the async call returned. */
+/* Posted results: the object was taken before the async call returned. */
 #define ACQ_TAKEN	0x100
+#define ACQ_TAKEN_DEAD	0x101	/* after a dead holder */
+
+/* One blocking wait of @a on @expected. */
+static int acquire_wait(struct syncmem_region *r, struct syncmem__acq *a,
+			uint64_t expected, uint64_t deadline)
+{
+	if (a->owner)
+		return syncmem__lock_wait(r, a->word, expected, a->owner, deadline, 0);
+	return syncmem__wait_until(r, a->word, a->width, expected, deadline);
+}
+
+/* What the wait gave: 0 the object, -EOWNERDEAD it after a dead holder. */
+static int acquire_given(struct syncmem__acq *a, int result)
+{
+	a->ops->handed(a);
+	return result == SYNCMEM_WAIT_OWNER_DIED ? -EOWNERDEAD : 0;
+}
+
+static bool acquire_is_given(int result)
+{
+	return result == SYNCMEM_WAIT_HANDED_OFF || result == SYNCMEM_WAIT_OWNER_DIED;
+}
 
 int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t timeout_ns)
 {
@@ -32,15 +56,14 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 			a->ops->abandon(a);
 		if (ret)
 			return ret > 0 ? 0 : ret;
-		if (!timeout_ns) {
+		/* A try still asks whether an owner word's holder is alive. */
+		if (!timeout_ns && !a->owner) {
 			a->ops->abandon(a);
 			return -ETIMEDOUT;
 		}
-		ret = syncmem__wait_until(r, a->word, a->width, expected, deadline);
-		if (ret == SYNCMEM_WAIT_HANDED_OFF) {
-			a->ops->handed(a);
-			return 0;
-		}
+		ret = acquire_wait(r, a, expected, deadline);
+		if (acquire_is_given(ret))
+			return acquire_given(a, ret);
 		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;
 		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
@@ -70,7 +93,10 @@ static void acquire_finish(struct acquire_op *op, int result)
 
 static void acquire_step(void *arg, int result);
 
-/* Take it or queue an async wait: 1 taken, 0 queued, or a negative errno. */
+/*
+ * Take it or queue an async wait: 1 taken, 2 taken after a dead holder,
+ * 0 queued, or a negative errno.
+ */
 static int acquire_try(struct acquire_op *op)
 {
 	uint32_t changed = 0;
@@ -83,10 +109,17 @@ static int acquire_try(struct acquire_op *op)
 			op->a.ops->abandon(&op->a);
 		if (ret)
 			return ret;
-		ret = syncmem__wait_async(op->loop, op->r, op->a.word, op->a.width, expected,
-					  SYNCMEM_FOREVER, acquire_step, op, true, NULL);
+		if (op->a.owner)
+			ret = syncmem__lock_wait_async(op->loop, op->r, op->a.word, expected,
+						       acquire_step, op);
+		else
+			ret = syncmem__wait_async(op->loop, op->r, op->a.word, op->a.width,
+						  expected, SYNCMEM_FOREVER, acquire_step, op,
+						  true, NULL);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
+		if (ret == SYNCMEM_WAIT_OWNER_DIED)
+			return acquire_given(&op->a, ret) ? 2 : 1;
 		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL) {
@@ -101,13 +134,12 @@ static void acquire_step(void *arg, int result)
 	struct acquire_op *op = arg;
 	int ret;
 
-	if (result == ACQ_TAKEN) {
-		acquire_finish(op, 0);
+	if (result == ACQ_TAKEN || result == ACQ_TAKEN_DEAD) {
+		acquire_finish(op, result == ACQ_TAKEN ? 0 : -EOWNERDEAD);
 		return;
 	}
-	if (result == SYNCMEM_WAIT_HANDED_OFF) {
-		op->a.ops->handed(&op->a);
-		acquire_finish(op, 0);
+	if (acquire_is_given(result)) {
+		acquire_finish(op, acquire_given(&op->a, result));
 		return;
 	}
 	if (result < 0) {
@@ -117,7 +149,7 @@ static void acquire_step(void *arg, int result)
 	}
 	ret = acquire_try(op);
 	if (ret)
-		acquire_finish(op, ret > 0 ? 0 : ret);
+		acquire_finish(op, ret == 2 ? -EOWNERDEAD : ret > 0 ? 0 : ret);
 }
 
 int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -133,9 +165,10 @@ int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		return -ENOMEM;
 	*op = (struct acquire_op){ .a = *a, .loop = loop, .r = r, .cb = cb, .arg = arg };
 	ret = acquire_try(op);
-	if (ret == 1) {
+	if (ret > 0) {
 		/* Taken at once; the callback still runs from the loop. */
-		ret = syncmem__loop_post(loop, acquire_step, op, ACQ_TAKEN);
+		ret = syncmem__loop_post(loop, acquire_step, op,
+					 ret == 2 ? ACQ_TAKEN_DEAD : ACQ_TAKEN);
 		if (!ret)
 			return 0;
 		/* Could not post: the caller gets the error, we give it back. */

@@ -30,12 +30,21 @@ struct syncmem__acq {
 	void *obj;		/* the gate or semaphore */
 	void *word;		/* the word its waiters sleep on */
 	uint32_t width;		/* 4 or 8 */
+	/*
+	 * Non-zero: @word is an owner word and waits are owner waits as this
+	 * id (the thread's; an async acquisition waits as the process). Such
+	 * a wait may be given the object after a dead holder: -EOWNERDEAD.
+	 */
+	uint64_t owner;
 };
 
-/* Blocking: 0, SYNCMEM_TIMED_OUT or a negative errno. */
+/* Blocking: 0, -EOWNERDEAD (taken after a dead holder), -ETIMEDOUT or -errno. */
 int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t timeout_ns);
 
-/* From the loop: cb(arg, 0) with the object taken, or cb(arg, -errno). */
+/*
+ * From the loop: cb(arg, 0) or cb(arg, -EOWNERDEAD) with the object taken,
+ * or cb(arg, -errno).
+ */
 int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			   const struct syncmem__acq *a, syncmem_wait_cb cb, void *arg);
 

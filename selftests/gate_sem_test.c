@@ -52,9 +52,11 @@ TEST_F(gs, gate_passes_once_per_signal)
 	EXPECT_EQ(0, syncmem_gate_signal(self->r, g));			/* binary: stays open */
 	EXPECT_EQ(0, syncmem_gate_wait(self->r, g, 0));
 	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(self->r, g, 0));
-	/* All-zero bytes are a closed gate. */
+	/* All-zero bytes are an open gate. */
 	memset(g, 0, sizeof(*g));
-	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(self->r, g, 0));
+	EXPECT_EQ(0, syncmem_gate_wait(self->r, g, 0));
+	/* The one who passed last holds it, and may wait on it. */
+	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(self->r, g, 1000000));
 }
 
 TEST_F(gs, gate_timed_wait_times_out_then_a_signal_opens_it)
@@ -378,10 +380,11 @@ TEST_F(gs, errors)
 	EXPECT_EQ(-EINVAL, syncmem_sem_post(self->r, edge));	/* runs past the end */
 	EXPECT_EQ(-EINVAL, syncmem_sem_init(NULL, 0));
 	/* A word no gate ever holds: the gate was written by something else. */
-	self->sh->gate.word = 77;
+	self->sh->gate.word = SYNCMEM_OWNER_NOTRECOVERABLE;
 	EXPECT_EQ(-EUCLEAN, syncmem_gate_wait(self->r, &self->sh->gate, 0));
 	EXPECT_EQ(-EUCLEAN, syncmem_gate_signal(self->r, &self->sh->gate));
-	EXPECT_EQ(77, self->sh->gate.word);
+	EXPECT_EQ(SYNCMEM_OWNER_NOTRECOVERABLE, self->sh->gate.word);
+	self->sh->gate.word = 0;
 	ASSERT_EQ(0, syncmem_loop_new(&loop));
 	EXPECT_EQ(-EINVAL, syncmem_gate_wait_async(loop, self->r, &self->sh->gate, NULL, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_gate_wait_async(NULL, self->r, &self->sh->gate, never, NULL));

@@ -149,7 +149,7 @@ static int read_only_calls(struct syncmem_region *ro, struct objects *o)
 	EXPECT_RO(syncmem_rwlock_wrlock_async(loop, ro, &o->rw, never_called, NULL));
 	EXPECT_RO(syncmem_rwlock_unlock(ro, &o->rw));
 	EXPECT_RO(syncmem_notify(ro, &o->gate.word, 1));
-	EXPECT_RO(syncmem_handoff32(ro, &o->gate.word, 1));
+	EXPECT_RO(syncmem_handoff64(ro, &o->gate.word, 1));
 	/* A pool attached through the read-only mapping. */
 	if (syncmem_pool_attach(o->pool, pool_len, &pool))
 		return 101;
@@ -175,7 +175,7 @@ static int read_only_calls(struct syncmem_region *ro, struct objects *o)
 	syncmem_pool_detach(pool);
 #undef EXPECT_RO
 	/* Waiting is reading: allowed. */
-	if (syncmem_wait32(ro, &o->gate.word, 0, 0) != SYNCMEM_NOT_EQUAL)
+	if (syncmem_wait64(ro, &o->gate.word, 1, 0) != SYNCMEM_NOT_EQUAL)
 		return 103;
 	if (syncmem_loop_pending(loop))
 		return 104;
@@ -195,7 +195,7 @@ TEST_F(hostile, read_only_region_writes_are_ebadf_not_sigsegv)
 	EXPECT_EQ(0, wait_exit(pid));
 	/* Nothing changed: the lock free, the gate open, one unit. */
 	EXPECT_EQ(0, self->o->lock.word);
-	EXPECT_EQ(1, self->o->gate.word);
+	EXPECT_EQ(0, self->o->gate.word);
 	EXPECT_EQ(1, syncmem_sem_value(&self->o->sem));
 	EXPECT_EQ(POOL_BLOCKS, syncmem_pool_free_count(self->pool));
 }

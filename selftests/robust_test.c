@@ -598,6 +598,76 @@ TEST(the_kernel_clears_a_handoff_waiters_mark_when_nobody_is_left_queued)
 	syncmem_close(r);
 }
 
+static void got_gate(void *arg, int result)
+{
+	*(int *)arg = result;
+}
+
+TEST(a_held_gate_whose_holder_died_goes_to_its_oldest_waiter)
+{
+	struct syncmem_region *r;
+	struct syncmem_gate *g;
+	struct syncmem_loop *loop;
+	int async_result = 1;
+	int64_t t0;
+	pid_t pid, waiter;
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	g = syncmem_base(r);
+	EXPECT_EQ(-EINVAL, syncmem_gate_init_flags(g, true, 2));
+	ASSERT_EQ(0, syncmem_gate_init_flags(g, true, SYNCMEM_GATE_HELD));
+	/* A child passes and dies without signalling; a blocking waiter waits. */
+	pid = fork();
+	if (pid == 0) {
+		if (syncmem_gate_wait(r, g, 0))
+			_exit(1);
+		pause();
+	}
+	while (!__atomic_load_n(&g->word, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	waiter = fork();
+	if (waiter == 0)
+		_exit(-syncmem_gate_wait(r, g, SYNCMEM_FOREVER));
+	ASSERT_TRUE(await_waiters(r, 1));
+	t0 = now_ns();
+	kill_and_reap(pid);
+	/* Given the gate at once, and told. */
+	EXPECT_EQ(EOWNERDEAD, wait_exit(waiter));
+	EXPECT_GT(1000 * MS, now_ns() - t0);
+	/* The dead waiter held it last: an async waiter is given it likewise. */
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, syncmem_gate_wait_async(loop, r, g, got_gate, &async_result));
+	EXPECT_EQ(0, syncmem_loop_run(loop));
+	EXPECT_EQ(-EOWNERDEAD, async_result);
+	/* Held by this process now: a signal opens it, the next pass is plain. */
+	EXPECT_EQ(0, syncmem_gate_signal(r, g));
+	EXPECT_EQ(0, syncmem_gate_wait(r, g, 0));
+	EXPECT_EQ(0, syncmem_gate_signal(r, g));
+	syncmem_loop_free(loop);
+
+	/* Made closed, it is held by nobody: never taken over. */
+	ASSERT_EQ(0, syncmem_gate_init_flags(g, false, SYNCMEM_GATE_HELD));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(r, g, 0));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(r, g, 20 * MS));
+	EXPECT_EQ(0, syncmem_gate_signal(r, g));
+	EXPECT_EQ(0, syncmem_gate_wait(r, g, 0));
+
+	/* A plain gate passed by one who dies stays closed: no holder. */
+	syncmem_gate_init(g, true);
+	pid = fork();
+	if (pid == 0)
+		_exit(syncmem_gate_wait(r, g, 0) ? 1 : 0);
+	EXPECT_EQ(0, wait_exit(pid));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_gate_wait(r, g, 20 * MS));
+	EXPECT_EQ(0, syncmem_gate_signal(r, g));
+	EXPECT_EQ(0, syncmem_gate_wait(r, g, 0));
+	/* Flags nobody writes. */
+	g->flags = 6;
+	EXPECT_EQ(-EUCLEAN, syncmem_gate_wait(r, g, 0));
+	EXPECT_EQ(-EUCLEAN, syncmem_gate_signal(r, g));
+	syncmem_close(r);
+}
+
 /* An observer (read-only waiter) of a lock word. */
 struct observer {
 	struct syncmem_region *ro;

@@ -100,11 +100,17 @@ static int impossible_victim(void *arg)
 	o->lock.word = 12345;
 	CHECK(syncmem_lock_timed(r, &o->lock, MS) == -EUCLEAN, 5);
 
-	o->gate.word = 7;
+	/* A gate word no gate holds, or flags no gate has. */
+	o->gate.word = SYNCMEM_OWNER_NOTRECOVERABLE;
 	CHECK(syncmem_gate_wait(r, &o->gate, 0) == -EUCLEAN, 6);
 	CHECK(syncmem_gate_wait(r, &o->gate, MS) == -EUCLEAN, 7);
 	CHECK(syncmem_gate_signal(r, &o->gate) == -EUCLEAN, 8);
-	CHECK(o->gate.word == 7, 9);
+	CHECK(o->gate.word == SYNCMEM_OWNER_NOTRECOVERABLE, 9);
+	o->gate.word = 0;
+	o->gate.flags = 2;
+	CHECK(syncmem_gate_wait(r, &o->gate, 0) == -EUCLEAN, 21);
+	CHECK(o->gate.word == 0, 22);
+	o->gate.flags = 0;
 
 	/* More units than SYNCMEM_SEM_VALUE_MAX. */
 	o->sem.word = 0x80000000u;
@@ -147,7 +153,7 @@ static int changing_victim(void *arg)
 	CHECK(syncmem_lock_timed(r, &o->lock, 1000 * MS) == -EUCLEAN, 2);
 	CHECK(o->lock.starving == 0, 3);
 	/* Closed and waited on. */
-	o->gate.word = 2;
+	o->gate.word = SYNCMEM_OWNER_NOBODY | SYNCMEM_OWNER_WAITERS;
 	CHECK(syncmem_gate_wait(r, &o->gate, SYNCMEM_FOREVER) == -EUCLEAN, 4);
 	/* No unit: the waiter marks the word waited on and gives up. */
 	CHECK(syncmem_sem_wait(r, &o->sem) == -EUCLEAN, 5);

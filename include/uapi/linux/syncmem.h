@@ -529,6 +529,11 @@ struct syncmem_disarm {
 #define SYNCMEM_OWNER_NOTRECOVERABLE	SYNCMEM_OWNER_ID
 /* An id never issued, for a holder that is gone: the next taker is told. */
 #define SYNCMEM_OWNER_GONE		(SYNCMEM_OWNER_ID - 1)
+/*
+ * An id never issued that the kernel counts as alive: a word held by
+ * nobody in particular (a gate made closed), never taken over.
+ */
+#define SYNCMEM_OWNER_NOBODY		(SYNCMEM_OWNER_ID - 2)
 
 /* Bits of struct syncmem_owner.flags. */
 #define SYNCMEM_OWNER_PROCESS		(1U << 0)  /* the process's id, not the thread's */

@@ -188,8 +188,9 @@ static void check_idle(struct arena *a, bool try_only)
 	for (int i = 0; i < NGATES && !try_only; i++) {
 		struct syncmem_gate *g = (struct syncmem_gate *)(a->base + a->at.gates) + i;
 
-		if (g->word != 1)
-			finding("after the clean phase gate %d has word %u, not open", i, g->word);
+		if (g->word)
+			finding("after the clean phase gate %d has word %#llx, not open", i,
+				(unsigned long long)g->word);
 	}
 	for (int i = 0; i < NRWLOCKS; i++) {
 		struct syncmem_rwlock *rw = (struct syncmem_rwlock *)(a->base + a->at.rwlocks) + i;
