@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Kill torture: worker processes take locks (default, fair, blocking and
- * async, and the write side of an rwlock) and update two counters that are
+ * async, the write side of an rwlock, a held gate blocking and async) and
+ * update two counters that are
  * only equal outside a critical section, while a killer SIGKILLs random
  * workers at random moments and starts new ones. Checked after every kill:
  * the survivors' objects can be taken within a second, a state left
@@ -23,7 +24,9 @@
 #include "syncmem_test.h"
 
 #define MS		1000000LL
-#define NLOCKS		4	/* 0, 1: default; 2: fair; 3: rwlock's write side */
+#define NLOCKS		5	/* 0, 1: default; 2: fair; 3: rwlock's write side; 4: gate */
+#define RW		3
+#define GATE		4
 #define NWORKERS	6
 
 struct guarded {
@@ -33,6 +36,7 @@ struct guarded {
 struct tshared {
 	struct syncmem_lock locks[3];
 	struct syncmem_rwlock rw;
+	struct syncmem_gate gate;	/* SYNCMEM_GATE_HELD */
 	struct guarded g[NLOCKS];
 	_Atomic uint64_t ownerdead[NLOCKS];	/* reports seen */
 	_Atomic uint64_t dirty_unreported;	/* a != b without -EOWNERDEAD */
@@ -81,15 +85,19 @@ static void error(struct tshared *sh, int ret)
 
 static int lock_any(struct syncmem_region *r, struct tshared *sh, int i, int64_t timeout)
 {
-	if (i == 3)
+	if (i == RW)
 		return syncmem_rwlock_wrlock_timed(r, &sh->rw, timeout);
+	if (i == GATE)
+		return syncmem_gate_wait(r, &sh->gate, timeout);
 	return syncmem_lock_timed(r, &sh->locks[i], timeout);
 }
 
 static int repair_and_unlock(struct syncmem_region *r, struct tshared *sh, int i, int ret)
 {
-	if (i == 3)
+	if (i == RW)
 		return syncmem_rwlock_unlock(r, &sh->rw);	/* goes on by itself */
+	if (i == GATE)	/* goes on by itself too: 1 handed over, 0 opened */
+		return syncmem_gate_signal(r, &sh->gate) < 0 ? -5000 : 0;
 	atomic_store(&sh->last_word, sh->locks[i].word);
 	ret = ret == -EOWNERDEAD ? syncmem_lock_consistent(r, &sh->locks[i]) : 0;
 	if (ret)
@@ -131,10 +139,12 @@ static void worker(struct syncmem_region *r, struct tshared *sh, uint32_t seed)
 	for (;;) {
 		int i = rnd(&s) % NLOCKS, ret;
 
-		if (i < 3 && rnd(&s) % 3 == 0) {
+		if (i != RW && rnd(&s) % 3 == 0) {
 			struct async_ctx c = { r, sh, i, 0, &s };
 
-			ret = syncmem_lock_async(loop, r, &sh->locks[i], async_locked, &c);
+			ret = i == GATE ?
+			      syncmem_gate_wait_async(loop, r, &sh->gate, async_locked, &c) :
+			      syncmem_lock_async(loop, r, &sh->locks[i], async_locked, &c);
 			if (ret) {
 				error(sh, ret);
 				continue;
@@ -215,6 +225,7 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 	syncmem_lock_init(&sh->locks[1], 0);
 	syncmem_lock_init(&sh->locks[2], SYNCMEM_LOCK_FAIR);
 	syncmem_rwlock_init(&sh->rw);
+	ASSERT_EQ(0, syncmem_gate_init_flags(&sh->gate, true, SYNCMEM_GATE_HELD));
 	for (int w = 0; w < NWORKERS; w++) {
 		pids[w] = spawn(r, sh, rnd(&s));
 		ASSERT_LT(0, pids[w]);
