@@ -21,7 +21,10 @@
  *    arguments (its handler waits, or it left the handler by longjmp and
  *    then waits again);
  *  - the thread's process closes a region fd of the region (close(), dup2()
- *    over it, close-on-exec): the restarted call could not reach it;
+ *    over it, close-on-exec): the restarted call could not reach it. A
+ *    waiter whose fd was closed before it went away does not go away
+ *    (it leaves the queue), unless the same file is still installed at
+ *    another fd of the process;
  *  - the thread execs or exits: wakers pass over its waiter at once, and a
  *    check every SYNCMEM_AWAY_CHECK while any waiter is away (at once when
  *    a process that holds owner ids exits) cancels it;
@@ -31,10 +34,11 @@
  * lock handed to it is held by that thread), which is why a wait, like
  * pthread_mutex_lock(), must not be left by longjmp from a handler.
  *
- * Costs: while no waiter is away, one read of a counter per wait. Else a
- * wait looks its thread up without a lock (RCU), the checks and region fd
- * closes walk every waiter away, and each is charged to the memory cgroup
- * of its thread; a thread has at most one.
+ * Costs: while no waiter is away, one read of a counter per wait and per
+ * region fd close. Else a wait looks its thread up
+ * without a lock (RCU), a region fd close walks the waiters away on its
+ * region, the check every waiter away, and each is charged to the memory
+ * cgroup of its thread; a thread has at most one.
  */
 #include <linux/fdtable.h>
 #include <linux/hashtable.h>
@@ -51,7 +55,8 @@ struct syncmem_away {
 	struct syncmem_sync_waiter sw;	/* queued until claimed or cancelled */
 	struct hlist_node hash_node;	/* in syncmem_away_hash, by @task */
 	struct list_head node;		/* in syncmem_away_list, or ended */
-	bool listed;			/* in both; under syncmem_away_lock */
+	struct list_head region_node;	/* in its region's away list */
+	bool listed;			/* in all three; under syncmem_away_lock */
 	struct task_struct *task;	/* its thread; referenced */
 	u64 exec_id;			/* the program it ran */
 	struct files_struct *files;	/* its fd table; compared only */
@@ -91,6 +96,7 @@ static void syncmem_away_unlist(struct syncmem_away *a)
 	lockdep_assert_held(&syncmem_away_lock);
 	hash_del_rcu(&a->hash_node);
 	list_del(&a->node);
+	list_del(&a->region_node);
 	a->listed = false;
 	WRITE_ONCE(syncmem_nr_away, syncmem_nr_away - 1);
 }
@@ -141,7 +147,8 @@ bool syncmem_away_gone(const struct syncmem_waiter *w)
  * syncmem_away_take - the calling thread's waiter away, out of the table
  *
  * Returns NULL if it has none. The caller takes it up (syncmem_away_keep())
- * or ends it (syncmem_away_end()).
+ * or ends it (syncmem_away_end()). One its thread has exec'd away from
+ * (which wakers passed over) is ended here: it must never come back.
  */
 struct syncmem_away *syncmem_away_take(void)
 {
@@ -165,6 +172,10 @@ struct syncmem_away *syncmem_away_take(void)
 		break;
 	}
 	rcu_read_unlock();
+	if (found && syncmem_away_lost(found)) {
+		syncmem_away_end(found);
+		found = NULL;
+	}
 	return found;
 }
 
@@ -194,32 +205,41 @@ struct syncmem_away *syncmem_away_keep(struct syncmem_away *a,
 	return NULL;
 }
 
+static int syncmem_fd_is(const void *file, struct file *f, unsigned int fd)
+{
+	return f == file;
+}
+
 /**
  * syncmem_away_park - keep a signalled waiter queued while its thread is away
  * @r:		The region of its word.
+ * @file:	The region file of the call.
  * @arg:	Its wait, as the restarted call will make it.
- * @sw:		The waiter, queued when the signal came.
- * @a:		NULL if @sw is on the stack, else the away waiter it is.
+ * @swp:	The waiter, queued when the signal came; replaced by its heap
+ *		copy if it was on the stack.
+ * @ap:		NULL, or the away waiter *@swp is; set to the heap copy made.
  *
- * Returns SYNCMEM_W_QUEUED: the waiter is away and in the table. Else it
- * was not parked: SYNCMEM_W_CANCELLED (no memory: the caller takes it out
- * of the queue), or the state it was claimed with meanwhile.
+ * Returns true if the waiter is away: *@ap is no longer the caller's. Else
+ * it was not parked (a claim came first, no memory, or the call's fd was
+ * closed meanwhile, so no restart could come back): the caller still owns
+ * *@swp (and *@ap), queued or claimed, as if it had not been called.
  */
-int syncmem_away_park(struct syncmem_region *r, const struct syncmem_wait *arg,
-		      struct syncmem_sync_waiter *sw, struct syncmem_away *a)
+bool syncmem_away_park(struct syncmem_region *r, struct file *file,
+		       const struct syncmem_wait *arg, struct syncmem_sync_waiter **swp,
+		       struct syncmem_away **ap)
 {
-	int state;
+	struct syncmem_away *a = *ap;
+	bool ours;
 
 	if (a) {
-		state = syncmem_waiter_set_task(sw, NULL);
-		if (state != SYNCMEM_W_QUEUED)
-			return state;
+		if (syncmem_waiter_set_task(&a->sw, NULL) != SYNCMEM_W_QUEUED)
+			return false;
 	} else {
 		/* Failing is harmless: the waiter then goes to the tail. */
 		a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT | __GFP_NORETRY |
 					__GFP_NOWARN);
 		if (!a)
-			return SYNCMEM_W_CANCELLED;
+			return false;
 		/* Set before it is queued: wakers look at its thread. */
 		a->task = get_task_struct(current);
 		a->exec_id = current->self_exec_id;
@@ -227,21 +247,40 @@ int syncmem_away_park(struct syncmem_region *r, const struct syncmem_wait *arg,
 		a->arg = *arg;
 		kref_get(&r->ref);
 		a->r = r;
-		if (!syncmem_waiter_move(&sw->w, &a->sw)) {
-			syncmem_away_free(a);
-			/* Claimed under the bucket lock that the move took. */
-			return READ_ONCE(sw->w.state);
+		if (!syncmem_waiter_move(&(*swp)->w, &a->sw)) {
+			syncmem_away_free(a);	/* claimed: the stack waiter says how */
+			return false;
 		}
+		*swp = &a->sw;
+		*ap = a;
 	}
 	spin_lock(&syncmem_away_lock);
 	hash_add_rcu(syncmem_away_hash, &a->hash_node, (unsigned long)current);
 	list_add_tail(&a->node, &syncmem_away_list);
+	list_add_tail(&a->region_node, &r->away);
 	a->listed = true;
 	WRITE_ONCE(syncmem_nr_away, syncmem_nr_away + 1);
 	if (!delayed_work_pending(&syncmem_away_work))
 		syncmem_away_arm(SYNCMEM_AWAY_CHECK);
 	spin_unlock(&syncmem_away_lock);
-	return SYNCMEM_W_QUEUED;
+	*ap = NULL;
+	/*
+	 * Listed first, then is the call's file still installed? A close
+	 * takes the fd out of the table before its flush looks at the list:
+	 * either we see the fd gone, or its flush sees this waiter.
+	 */
+	if (iterate_fd(current->files, 0, syncmem_fd_is, file))
+		return true;
+	spin_lock(&syncmem_away_lock);
+	ours = a->listed;
+	if (ours)
+		syncmem_away_unlist(a);
+	spin_unlock(&syncmem_away_lock);
+	if (!ours)
+		return true;	/* the flush took it: it ends it */
+	*ap = a;
+	syncmem_waiter_set_task(&a->sw, current);	/* ours again */
+	return false;
 }
 
 static void syncmem_away_end_all(struct list_head *ended)
@@ -295,11 +334,15 @@ void syncmem_away_flush(struct syncmem_region *r, struct files_struct *files)
 	struct syncmem_away *a, *tmp;
 	LIST_HEAD(ended);
 
+	/*
+	 * A waiter listed after this read finds its fd gone (the close took
+	 * it out of the table before this flush): syncmem_away_park().
+	 */
 	if (!READ_ONCE(syncmem_nr_away))
 		return;
 	spin_lock(&syncmem_away_lock);
-	list_for_each_entry_safe(a, tmp, &syncmem_away_list, node) {
-		if (a->r != r || a->files != files)
+	list_for_each_entry_safe(a, tmp, &r->away, region_node) {
+		if (a->files != files)
 			continue;
 		syncmem_away_unlist(a);
 		list_add_tail(&a->node, &ended);

@@ -281,7 +281,7 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 	case SYNCMEM_IOC_REGION_INFO:
 		return syncmem_region_ioctl_info(file, uarg);
 	case SYNCMEM_IOC_WAIT:
-		return syncmem_ioctl_wait(r, !writable, uarg);
+		return syncmem_ioctl_wait(r, file, uarg);
 	case SYNCMEM_IOC_NOTIFY:
 		if (!writable)
 			return -EBADF;
@@ -291,7 +291,7 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 			return -EBADF;
 		return syncmem_ioctl_handoff(r, uarg);
 	case SYNCMEM_IOC_LOCK_WAIT:
-		return syncmem_ioctl_lock_wait(r, !writable, uarg);
+		return syncmem_ioctl_lock_wait(r, file, uarg);
 	case SYNCMEM_IOC_UNLOCK:
 		if (!writable)
 			return -EBADF;

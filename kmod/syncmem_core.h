@@ -140,6 +140,8 @@ struct syncmem_region {
 	u64 bucket_seed;
 	atomic_t nr_waiters;
 	atomic_t nr_idle_queues;
+	/* Waiters away from their calls, under the away lock (away.c). */
+	struct list_head away;
 	/* Its owner words with waiters, under the owner-queues lock (wait.c). */
 	struct list_head owner_queues;
 	struct list_head owner_node;	/* in the regions that have some */
@@ -246,11 +248,11 @@ int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
 		       u64 value);
 long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 			    bool if_equal, u64 expected, u64 value);
-long syncmem_ioctl_wait(struct syncmem_region *r, bool observer,
+long syncmem_ioctl_wait(struct syncmem_region *r, struct file *file,
 			void __user *uarg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
-long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
+long syncmem_ioctl_lock_wait(struct syncmem_region *r, struct file *file,
 			     void __user *uarg);
 long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg);
 void syncmem_owner_words_scan(void);
@@ -273,8 +275,9 @@ struct syncmem_away *syncmem_away_keep(struct syncmem_away *a,
 				       bool observer, u64 owner);
 void syncmem_away_end(struct syncmem_away *a);
 void syncmem_away_flush(struct syncmem_region *r, struct files_struct *files);
-int syncmem_away_park(struct syncmem_region *r, const struct syncmem_wait *arg,
-		      struct syncmem_sync_waiter *sw, struct syncmem_away *a);
+bool syncmem_away_park(struct syncmem_region *r, struct file *file,
+		       const struct syncmem_wait *arg, struct syncmem_sync_waiter **swp,
+		       struct syncmem_away **ap);
 struct syncmem_sync_waiter *syncmem_away_waiter(struct syncmem_away *a);
 void syncmem_away_free(struct syncmem_away *a);
 bool syncmem_away_gone(const struct syncmem_waiter *w);

@@ -132,6 +132,7 @@ int syncmem_region_queues_init(struct syncmem_region *r)
 	atomic_set(&r->nr_waiters, 0);
 	atomic_set(&r->nr_idle_queues, 0);
 	INIT_LIST_HEAD(&r->owner_queues);
+	INIT_LIST_HEAD(&r->away);
 	return 0;
 }
 
@@ -934,32 +935,34 @@ unlock:
 	return ret;
 }
 
+/* What a blocked WAIT needs besides its arguments. */
+struct syncmem_wait_call {
+	struct file *file;		/* its region file */
+	struct syncmem_away *away;	/* the thread's waiter away, if any */
+	u64 owner;			/* LOCK_WAIT: the id it waits as */
+};
+
 /*
- * A signal came while @sw was queued. Unless the wait is interruptible or
+ * A signal came while *@swp was queued. Unless the wait is interruptible or
  * the task dying, it keeps its place while the handler runs (or the task is
  * stopped or frozen) and the restarted call takes it up: see away.c. Else,
  * or if that is impossible, it leaves the queue. Returns -ERESTARTNOINTR,
- * -EINTR, or the result of a claim that came first; *@parked says whether
- * the waiter stayed queued, away (and @sw is no longer the caller's).
+ * -ERESTARTNOHAND, or the result of a claim that came first; *@parked says
+ * whether the waiter stayed queued, away (and is no longer the caller's).
  */
 static long syncmem_wait_signalled(struct syncmem_region *r,
 				   const struct syncmem_wait *arg,
-				   struct syncmem_sync_waiter *sw,
-				   struct syncmem_away *away, bool *parked)
+				   struct syncmem_wait_call *call,
+				   struct syncmem_sync_waiter **swp, bool *parked)
 {
 	bool interruptible = arg->flags & SYNCMEM_WAIT_INTERRUPTIBLE;
 	int state;
 
-	*parked = false;
-	if (!interruptible && !fatal_signal_pending(current)) {
-		state = syncmem_away_park(r, arg, sw, away);
-		*parked = state == SYNCMEM_W_QUEUED;
-		if (*parked)
-			return -ERESTARTNOINTR;
-		if (state != SYNCMEM_W_CANCELLED)
-			return syncmem_wait_result(state);
-	}
-	if (!syncmem_waiter_claim(r, &sw->w, SYNCMEM_W_CANCELLED, &state))
+	*parked = !interruptible && !fatal_signal_pending(current) &&
+		  syncmem_away_park(r, call->file, arg, swp, &call->away);
+	if (*parked)
+		return -ERESTARTNOINTR;
+	if (!syncmem_waiter_claim(r, &(*swp)->w, SYNCMEM_W_CANCELLED, &state))
 		return syncmem_wait_result(state);
 	/*
 	 * Restarted with the same arguments, hence the same absolute
@@ -970,15 +973,36 @@ static long syncmem_wait_signalled(struct syncmem_region *r,
 }
 
 /*
- * @away: the calling thread's waiter away (syncmem_away_take()), if any;
- * taken up if this is the call it was left by, else cancelled.
+ * Under no lock: the owner that @arg expects died while a restarted owner
+ * waiter was away. Give the word to its oldest live waiter now, as the
+ * death scan would: the waiter itself if it is first in line.
  */
-static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
-			 const struct syncmem_wait *arg, struct syncmem_away *away)
+static void syncmem_owner_word_settle(struct syncmem_region *r, u64 offset)
+{
+	struct syncmem_bucket *b = syncmem_bucket_of(r, offset);
+	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
+	struct syncmem_queue *q, *dead = NULL;
+	bool observed = false;
+
+	spin_lock(&b->lock);
+	q = syncmem_queue_find(b, offset);
+	if (q && q->owner_word && syncmem_owner_word_resolve(r, q, &wk)) {
+		observed = !list_empty(&q->observers);
+		dead = syncmem_queue_settle(r, q);
+	}
+	spin_unlock(&b->lock);
+	syncmem_wake_flush(&wk);
+	syncmem_queue_free(dead);
+	if (observed)
+		syncmem_wake_observers(r, offset);
+}
+
+static long syncmem_wait(struct syncmem_region *r, bool observer,
+			 const struct syncmem_wait *arg, struct syncmem_wait_call *call)
 {
 	struct syncmem_sync_waiter stack_waiter = {
 		.w.observer = observer,
-		.w.owner = owner,
+		.w.owner = call->owner,
 		.w.size = arg->size,
 		.task = current,
 	};
@@ -987,30 +1011,22 @@ static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
 	long ret;
 
 	/* A restart after a signal: the waiter kept its place. */
-	away = syncmem_away_keep(away, r, arg, observer, owner);
-	if (away) {
-		sw = syncmem_away_waiter(away);
+	call->away = syncmem_away_keep(call->away, r, arg, observer, call->owner);
+	if (call->away) {
+		sw = syncmem_away_waiter(call->away);
+		/* Its owner died meanwhile (a thread of a live process). */
+		if (call->owner && !syncmem_owner_alive(arg->expected & SYNCMEM_OWNER_ID))
+			syncmem_owner_word_settle(r, arg->offset);
 		ret = syncmem_waiter_set_task(sw, current);
 		ret = ret == SYNCMEM_W_QUEUED ? SYNCMEM_WAIT_QUEUED :
 		      syncmem_wait_result(ret);
-		/*
-		 * Still waiting on an owner that died meanwhile (a thread of
-		 * a live process): start again, to take the word over.
-		 */
-		if (ret == SYNCMEM_WAIT_QUEUED && owner &&
-		    !syncmem_owner_alive(arg->expected & SYNCMEM_OWNER_ID)) {
-			syncmem_away_end(away);
-			away = NULL;
-			sw = &stack_waiter;
-			ret = syncmem_wait_enqueue(r, arg, &sw->w, NULL);
-		}
 	} else {
 		ret = syncmem_wait_enqueue(r, arg, &sw->w, NULL);
 	}
 	if (ret == SYNCMEM_WAIT_QUEUED) {
 		ret = syncmem_waiter_sleep(r, &sw->w, arg->deadline_ns);
 		if (ret == -ERESTARTNOINTR) {
-			ret = syncmem_wait_signalled(r, arg, sw, away, &parked);
+			ret = syncmem_wait_signalled(r, arg, call, &sw, &parked);
 			if (parked)
 				return ret;
 		}
@@ -1024,8 +1040,8 @@ static long syncmem_wait(struct syncmem_region *r, bool observer, u64 owner,
 		syncmem_wait_pass_on(r, arg->offset, &sw->w, ret);
 		ret = -EINTR;
 	}
-	if (away)
-		syncmem_away_free(away);
+	if (call->away)
+		syncmem_away_free(call->away);
 	return ret;
 }
 
@@ -1131,21 +1147,31 @@ int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg)
 	return syncmem_word_check(r, arg->offset, arg->size, arg->expected);
 }
 
-long syncmem_ioctl_wait(struct syncmem_region *r, bool observer,
+/* A blocked WAIT or LOCK_WAIT begins: before it reads its arguments. */
+static void syncmem_wait_call_begin(struct syncmem_region *r, struct file *file,
+				    struct syncmem_wait_call *call)
+{
+	call->file = file;
+	call->away = syncmem_away_take();
+	call->owner = 0;
+}
+
+long syncmem_ioctl_wait(struct syncmem_region *r, struct file *file,
 			void __user *uarg)
 {
-	struct syncmem_away *away = syncmem_away_take();
+	struct syncmem_wait_call call;
 	struct syncmem_wait arg;
 	int err = -EFAULT;
 
+	syncmem_wait_call_begin(r, file, &call);
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		goto fail;
 	err = syncmem_wait_check(r, &arg);
 	if (err)
 		goto fail;
-	return syncmem_wait(r, observer, 0, &arg, away);
+	return syncmem_wait(r, !(file->f_mode & FMODE_WRITE), &arg, &call);
 fail:
-	syncmem_away_end(away);
+	syncmem_away_end(call.away);
 	return err;
 }
 
@@ -1179,14 +1205,15 @@ long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)
 	return syncmem_handoff(r, &arg);
 }
 
-long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
+long syncmem_ioctl_lock_wait(struct syncmem_region *r, struct file *file,
 			     void __user *uarg)
 {
-	struct syncmem_away *away = syncmem_away_take();
+	struct syncmem_wait_call call;
 	struct syncmem_lock_wait arg;
 	struct syncmem_wait w;
 	int err = -EFAULT;
 
+	syncmem_wait_call_begin(r, file, &call);
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		goto fail;
 	err = -EINVAL;
@@ -1203,14 +1230,15 @@ long syncmem_ioctl_lock_wait(struct syncmem_region *r, bool observer,
 	if (err)
 		goto fail;
 	/* A read-only open confers no ownership: such a waiter observes. */
-	if (observer)
-		return syncmem_wait(r, true, 0, &w, away);
+	if (!(file->f_mode & FMODE_WRITE))
+		return syncmem_wait(r, true, &w, &call);
 	err = -EINVAL;
 	if (!arg.owner || !syncmem_owner_is_current(arg.owner))
 		goto fail;
-	return syncmem_wait(r, false, arg.owner, &w, away);
+	call.owner = arg.owner;
+	return syncmem_wait(r, false, &w, &call);
 fail:
-	syncmem_away_end(away);
+	syncmem_away_end(call.away);
 	return err;
 }
 

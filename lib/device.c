@@ -28,6 +28,12 @@ int syncmem__ioctl(int fd, unsigned long req, void *arg)
 	return ret < 0 ? -errno : ret;
 }
 
+/* What this library uses of the module (an older module lacks some). */
+#define SYNCMEM__FEATURES_NEEDED	(SYNCMEM_FEAT_REGIONS | SYNCMEM_FEAT_WAIT |	\
+					 SYNCMEM_FEAT_ASYNC | SYNCMEM_FEAT_HANDOFF_ADD |	\
+					 SYNCMEM_FEAT_ON_CLOSE | SYNCMEM_FEAT_OWNERS |	\
+					 SYNCMEM_FEAT_HANDOFF_WAITERS)
+
 int syncmem__device_open(void)
 {
 	const char *path = getenv("SYNCMEM_DEVICE");
@@ -45,8 +51,9 @@ int syncmem__device_open(void)
 	err = syncmem__ioctl(fd, SYNCMEM_IOC_VERSION, &v);
 	if (err == -ENOTTY) {
 		err = -ENODEV;
-	} else if (!err && v.abi_version != SYNCMEM_ABI_VERSION) {
-		err = -EPROTO;
+	} else if (!err && (v.abi_version != SYNCMEM_ABI_VERSION ||
+			    (v.features & SYNCMEM__FEATURES_NEEDED) != SYNCMEM__FEATURES_NEEDED)) {
+		err = -EPROTO;	/* a module older than this library */
 	}
 	if (err) {
 		close(fd);

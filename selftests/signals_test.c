@@ -424,4 +424,62 @@ TEST_F(signals, a_stop_does_not_end_an_interruptible_wait_a_handler_does)
 	}
 }
 
+static volatile sig_atomic_t slow_handler_ms;
+
+static void slow_handler(int sig)
+{
+	(void)sig;
+	usleep(slow_handler_ms * 1000);
+}
+
+struct raw_wait {
+	int fd;
+	int ret;
+};
+
+static void *raw_wait_forever(void *arg)
+{
+	struct raw_wait *w = arg;
+	struct syncmem_wait wait = { .offset = 0, .expected = 0,
+				     .deadline_ns = SYNCMEM_NO_DEADLINE, .size = 4 };
+
+	w->ret = raw_ioctl(w->fd, SYNCMEM_IOC_WAIT, &wait);
+	return NULL;
+}
+
+TEST_F(signals, a_waiter_whose_fd_is_closed_does_not_stay_queued)
+{
+	struct sigaction sa = { .sa_handler = slow_handler };
+	struct raw_wait w;
+	pthread_t t;
+
+	self->sh->word = 0;
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	for (int away_first = 0; away_first < 2; away_first++) {
+		w = (struct raw_wait){ .fd = dup(syncmem_region_fd(self->r)), .ret = 1 };
+		ASSERT_LE(0, w.fd);
+		ASSERT_EQ(0, pthread_create(&t, NULL, raw_wait_forever, &w));
+		ASSERT_TRUE(await_waiters(self->r, 1));
+		if (away_first) {
+			/* Away in a slow handler when the fd goes. */
+			slow_handler_ms = 200;
+			pthread_kill(t, SIGUSR1);
+			usleep(50 * 1000);
+			EXPECT_EQ(1, region_waiters(self->r));
+			close(w.fd);
+		} else {
+			/* The fd goes while it sleeps; then a signal. */
+			slow_handler_ms = 0;
+			close(w.fd);
+			usleep(10 * 1000);
+			pthread_kill(t, SIGUSR1);
+		}
+		/* Its restart cannot reach the wait: nothing is left queued. */
+		EXPECT_TRUE(await_waiters(self->r, 0));
+		pthread_join(t, NULL);
+		EXPECT_EQ(-EBADF, w.ret);
+		EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, 1));
+	}
+}
+
 TEST_HARNESS_MAIN
