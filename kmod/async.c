@@ -55,6 +55,7 @@ struct syncmem_async {
 	u64 seq;			/* arrival in the pending set */
 	struct syncmem_handle *h;
 	struct syncmem_region *region;
+	struct pid *tgid;		/* the process that queued it; referenced */
 	u64 offset;			/* of its word */
 	refcount_t ref;
 	int result;
@@ -92,9 +93,28 @@ static void syncmem_handle_release_kref(struct kref *ref)
 	kfree(h);
 }
 
-static void syncmem_handle_put(struct syncmem_handle *h)
+void syncmem_handle_get(struct syncmem_handle *h)
+{
+	kref_get(&h->ref);
+}
+
+void syncmem_handle_put(struct syncmem_handle *h)
 {
 	kref_put(&h->ref, syncmem_handle_release_kref);
+}
+
+/* Has the process that queued @a exited? It will never read the record. */
+static bool syncmem_async_orphan(const struct syncmem_async *a)
+{
+	return thread_group_exited(a->tgid);
+}
+
+/* Under its bucket lock: pass @w over (syncmem_waiter_gone()). */
+bool syncmem_async_gone(const struct syncmem_waiter *w)
+{
+	const struct syncmem_async *a = container_of(w, struct syncmem_async, w);
+
+	return READ_ONCE(a->h->closed) || syncmem_async_orphan(a);
 }
 
 static void syncmem_async_free(struct syncmem_async *a)
@@ -110,6 +130,7 @@ static void syncmem_async_free(struct syncmem_async *a)
 		hrtimer_cancel(&to_timed(a)->timer);
 	if (a->region)
 		syncmem_region_put(a->region);
+	put_pid(a->tgid);
 	spin_lock(&h->lock);
 	h->nr_outstanding--;
 	spin_unlock(&h->lock);
@@ -263,7 +284,8 @@ static void syncmem_async_complete(struct syncmem_async *a, int result)
 
 	spin_lock(&h->lock);
 	syncmem_pending_remove(h, a);
-	closed = h->closed;
+	/* A record of a process that exited: syncmem_async_reap() ran or runs. */
+	closed = h->closed || syncmem_async_orphan(a);
 	if (!closed) {
 		a->result = result;
 		list_add_tail(&a->node, &h->cq);
@@ -421,7 +443,7 @@ static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 	atomic64_inc(&syncmem_nr_async);
 	atomic_long_inc(&h->ns->usage.async_waits);
 	a->w.async = true;
-	a->w.gone = &h->closed;
+	a->tgid = get_pid(task_tgid(current));
 	refcount_set(&a->ref, 1);
 	RB_CLEAR_NODE(&a->pending);
 	INIT_LIST_HEAD(&a->node);
@@ -453,6 +475,10 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		if (!owner)
 			return -EINVAL;
 	}
+	/* Its waits end with this process, whoever else keeps the handle. */
+	ret = syncmem_owner_watch_handle(h);
+	if (ret)
+		return ret;
 	r = syncmem_region_get_fd(arg.region_fd, false, &rdonly);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
@@ -749,6 +775,7 @@ struct syncmem_handle *syncmem_handle_create(void)
 	mutex_init(&h->eventfd_mutex);
 	h->pending = RB_ROOT;
 	INIT_LIST_HEAD(&h->pending_list);
+	INIT_LIST_HEAD(&h->watches);
 	INIT_LIST_HEAD(&h->cq);
 	init_waitqueue_head(&h->wq);
 	init_waitqueue_head(&h->settle_wq);
@@ -788,8 +815,59 @@ void syncmem_handle_release(struct syncmem_handle *h)
 		list_del(&a->node);
 		syncmem_async_drop(a, a->result);
 	}
+	syncmem_owner_unwatch_handle(h);
 	syncmem_on_close_run(h);
 	syncmem_handle_put(h);
+}
+
+/* A reference on the oldest pending wait of @h queued by @tgid, or NULL. */
+static struct syncmem_async *syncmem_pending_get_of(struct syncmem_handle *h,
+						    struct pid *tgid)
+{
+	struct syncmem_async *a;
+
+	spin_lock(&h->lock);
+	list_for_each_entry(a, &h->pending_list, node) {
+		if (a->tgid == tgid) {
+			refcount_inc(&a->ref);
+			spin_unlock(&h->lock);
+			return a;
+		}
+	}
+	spin_unlock(&h->lock);
+	return NULL;
+}
+
+/**
+ * syncmem_async_reap - the process @tgid, which waited on @h, has exited
+ * @h:		The handle (a reference is held by the caller).
+ * @tgid:	The process.
+ *
+ * @h may live on in another process (a forked child): its waits there are
+ * not that process's. Cancel them and drop their unread records, passing on
+ * what those were given, as if the handle had been closed for them alone.
+ * Their completions from now on are dropped too (syncmem_async_complete()).
+ */
+void syncmem_async_reap(struct syncmem_handle *h, struct pid *tgid)
+{
+	struct syncmem_async *a, *tmp;
+	LIST_HEAD(unread);
+
+	while ((a = syncmem_pending_get_of(h, tgid))) {
+		/* Completed by us or its claimer: dropped, being an orphan. */
+		syncmem_async_cancel_settled(h, a);
+		syncmem_async_put(a);
+		cond_resched();
+	}
+	spin_lock(&h->lock);
+	list_for_each_entry_safe(a, tmp, &h->cq, node)
+		if (a->tgid == tgid)
+			list_move_tail(&a->node, &unread);
+	spin_unlock(&h->lock);
+	list_for_each_entry_safe(a, tmp, &unread, node) {
+		list_del(&a->node);
+		syncmem_async_drop(a, a->result);
+	}
 }
 
 int syncmem_async_init(void)

@@ -17,6 +17,11 @@
  * which drops the ids of lives that have ended and then has wait.c look at
  * every owner word with waiters (syncmem_owner_words_scan()), so that waiters
  * of a dead owner's lock are woken at once, not when a timeout expires.
+ * A life also lists the handles the process queued async waits on
+ * (syncmem_owner_watch_handle()): when the process has exited, async.c
+ * cancels its waits there and passes on what they were given but never
+ * read, even if the handle lives on in a forked child.
+ *
  * The exit of one thread of a live process is not notified: its words are
  * taken over by the next LOCK_WAIT that meets them, or by the scan that the
  * next registration in that process runs when it finds dead thread ids.
@@ -52,7 +57,17 @@ struct syncmem_life {
 	unsigned long poked;		/* bit 0: in syncmem_poked */
 	bool unhooked;			/* off the pidfd queue: free when popped */
 	struct list_head all_node;	/* in syncmem_all_lives */
+	struct list_head watches;	/* of handles it waited on */
 	struct rcu_head rcu;
+};
+
+/* A handle that a process queued async waits on, for its death. */
+struct syncmem_watch {
+	struct list_head life_node;	/* in life->watches; then in a dead list */
+	struct list_head handle_node;	/* in h->watches */
+	struct syncmem_handle *h;	/* referenced once in a dead list */
+	struct syncmem_life *life;
+	struct pid *tgid;		/* once in a dead list: referenced */
 };
 
 struct syncmem_owner_entry {
@@ -208,16 +223,29 @@ static void syncmem_life_free(struct syncmem_life *life)
 }
 
 /*
- * Under syncmem_owner_mutex: the process has exited. Drop its ids and take
- * it off the pidfd queue; free it unless the hook queued it meanwhile (then
- * the run that pops it frees it).
+ * Under syncmem_owner_mutex: the process has exited. Drop its ids, move the
+ * handles it waited on to @dead (NULL: forget them), and take it off the
+ * pidfd queue; free it unless the hook queued it meanwhile (then the run
+ * that pops it frees it).
  */
-static void syncmem_life_end(struct syncmem_life *life)
+static void syncmem_life_end(struct syncmem_life *life, struct list_head *dead)
 {
 	struct syncmem_owner_entry *o, *tmp;
+	struct syncmem_watch *wt, *wtmp;
 
 	list_for_each_entry_safe(o, tmp, &life->owners, life_node)
 		syncmem_owner_remove(o);
+	list_for_each_entry_safe(wt, wtmp, &life->watches, life_node) {
+		list_del(&wt->life_node);
+		list_del(&wt->handle_node);
+		if (!dead) {
+			kfree(wt);
+			continue;
+		}
+		syncmem_handle_get(wt->h);
+		wt->tgid = get_pid(life->tgid);
+		list_add_tail(&wt->life_node, dead);
+	}
 	rhashtable_remove_fast(&syncmem_lives, &life->node, syncmem_life_params);
 	list_del(&life->all_node);
 	remove_wait_queue(&life->tgid->wait_pidfd, &life->exit_wait);
@@ -229,7 +257,9 @@ static void syncmem_life_end(struct syncmem_life *life)
 static void syncmem_reap(struct work_struct *work)
 {
 	struct llist_node *list = llist_del_all(&syncmem_poked);
+	struct syncmem_watch *wt, *wtmp;
 	struct syncmem_life *life, *tmp;
+	LIST_HEAD(dead);
 	bool scan;
 
 	mutex_lock(&syncmem_owner_mutex);
@@ -245,13 +275,19 @@ static void syncmem_reap(struct work_struct *work)
 		 */
 		smp_mb__after_atomic();
 		if (thread_group_exited(life->tgid)) {
-			syncmem_life_end(life);
+			syncmem_life_end(life, &dead);
 			syncmem_scan_wanted = true;
 		}
 	}
 	scan = syncmem_scan_wanted;
 	syncmem_scan_wanted = false;
 	mutex_unlock(&syncmem_owner_mutex);
+	list_for_each_entry_safe(wt, wtmp, &dead, life_node) {
+		syncmem_async_reap(wt->h, wt->tgid);
+		syncmem_handle_put(wt->h);
+		put_pid(wt->tgid);
+		kfree(wt);
+	}
 	if (scan) {
 		syncmem_away_poke();	/* its threads may have had waits away */
 		syncmem_owner_words_scan();
@@ -273,6 +309,7 @@ static struct syncmem_life *syncmem_life_current(void)
 		return ERR_PTR(-ENOMEM);
 	life->tgid = get_pid(tgid);
 	INIT_LIST_HEAD(&life->owners);
+	INIT_LIST_HEAD(&life->watches);
 	init_waitqueue_func_entry(&life->exit_wait, syncmem_life_woken);
 	err = rhashtable_insert_fast(&syncmem_lives, &life->node,
 				     syncmem_life_params);
@@ -379,6 +416,73 @@ out:
 	return id;
 }
 
+/**
+ * syncmem_owner_watch_handle - the calling process queues async waits on @h
+ * @h:	A handle (not closed).
+ *
+ * When the process exits, its waits on @h are cancelled and what they were
+ * given but never read is passed on (syncmem_async_reap()), even if @h
+ * stays open in another process. 0 or -ENOMEM. One mutex hold the first
+ * time a process waits on a handle; none after, while it is the last.
+ */
+int syncmem_owner_watch_handle(struct syncmem_handle *h)
+{
+	struct pid *tgid = task_tgid(current), *old;
+	struct syncmem_life *life;
+	struct syncmem_watch *wt;
+	int err = 0;
+
+	if (READ_ONCE(h->watched) == tgid)
+		return 0;
+	mutex_lock(&syncmem_owner_mutex);
+	life = syncmem_life_current();
+	if (IS_ERR(life)) {
+		err = PTR_ERR(life);
+		goto out;
+	}
+	list_for_each_entry(wt, &h->watches, handle_node)
+		if (wt->life == life)
+			goto found;
+	wt = kzalloc(sizeof(*wt), GFP_KERNEL_ACCOUNT);
+	if (!wt) {
+		err = -ENOMEM;
+		goto out;
+	}
+	wt->h = h;
+	wt->life = life;
+	list_add(&wt->life_node, &life->watches);
+	list_add(&wt->handle_node, &h->watches);
+found:
+	/*
+	 * Always a referenced pid, so no other process's can come to its
+	 * address while the lockless check above compares with it.
+	 */
+	old = h->watched;
+	WRITE_ONCE(h->watched, get_pid(tgid));
+	put_pid(old);
+out:
+	mutex_unlock(&syncmem_owner_mutex);
+	return err;
+}
+
+/* @h is being released: no process needs it watched any more. */
+void syncmem_owner_unwatch_handle(struct syncmem_handle *h)
+{
+	struct syncmem_watch *wt, *tmp;
+
+	put_pid(h->watched);
+	h->watched = NULL;
+	if (list_empty_careful(&h->watches))
+		return;
+	mutex_lock(&syncmem_owner_mutex);
+	list_for_each_entry_safe(wt, tmp, &h->watches, handle_node) {
+		list_del(&wt->life_node);
+		list_del(&wt->handle_node);
+		kfree(wt);
+	}
+	mutex_unlock(&syncmem_owner_mutex);
+}
+
 long syncmem_ioctl_owner(void __user *uarg)
 {
 	struct syncmem_owner arg;
@@ -418,7 +522,7 @@ void syncmem_owner_exit(void)
 
 	mutex_lock(&syncmem_owner_mutex);
 	list_for_each_entry_safe(life, tmp, &syncmem_all_lives, all_node)
-		syncmem_life_end(life);
+		syncmem_life_end(life, NULL);
 	mutex_unlock(&syncmem_owner_mutex);
 	/* No hook can run now; free what a last run would have. */
 	flush_work(&syncmem_reap_work);

@@ -52,7 +52,6 @@ struct syncmem_waiter {
 	bool observer;			/* read-only region fd: never handed off */
 	u8 size;			/* of its word, 4 or 8 */
 	u8 handoff_flags;		/* once claimed by a HANDOFF: its flags */
-	const bool *gone;		/* async: its handle is closing */
 	u64 owner;			/* owner waits: the id it waits as, else 0 */
 };
 
@@ -190,6 +189,10 @@ struct syncmem_handle {
 	struct mutex eventfd_mutex;	/* eventfd: replaced while signalled */
 	struct eventfd_ctx *eventfd;	/* under eventfd_mutex */
 
+	/* Processes that queued async waits on it (owner.c). */
+	struct list_head watches;	/* under the owner mutex */
+	struct pid *watched;		/* the last of them; referenced */
+
 	/* Actions run when the handle is released (on_close.c). */
 	struct list_head on_close;
 	unsigned int nr_on_close;
@@ -289,6 +292,8 @@ bool syncmem_owner_alive(u64 id);
 bool syncmem_owner_is_current(u64 id);
 u64 syncmem_owner_current_process(void);
 long syncmem_ioctl_owner(void __user *uarg);
+int syncmem_owner_watch_handle(struct syncmem_handle *h);
+void syncmem_owner_unwatch_handle(struct syncmem_handle *h);
 
 /* async.c */
 int syncmem_async_init(void);
@@ -304,6 +309,10 @@ ssize_t syncmem_handle_read(struct syncmem_handle *h, struct iov_iter *to,
 __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 			     poll_table *pt);
 void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result);
+bool syncmem_async_gone(const struct syncmem_waiter *w);
+void syncmem_async_reap(struct syncmem_handle *h, struct pid *tgid);
+void syncmem_handle_get(struct syncmem_handle *h);
+void syncmem_handle_put(struct syncmem_handle *h);
 
 /* on_close.c */
 void syncmem_on_close_init(struct syncmem_handle *h);

@@ -306,15 +306,13 @@ struct syncmem_wake_op {
 };
 
 /*
- * An async waiter whose handle is closing: it will be cancelled, and a
- * wake-up or hand-off given to it would be lost, so wakers pass it over.
+ * A waiter that will never take up what it is given: an async waiter whose
+ * handle is closing or whose process has exited, a blocked waiter away from
+ * its wait whose thread is gone. Wakers pass it over.
  */
 static bool syncmem_waiter_gone(const struct syncmem_waiter *w)
 {
-	if (w->gone && READ_ONCE(*w->gone))
-		return true;
-	/* A blocked waiter away from its wait whose thread is exiting. */
-	if (!w->async && syncmem_away_gone(w))
+	if (w->async ? syncmem_async_gone(w) : syncmem_away_gone(w))
 		return true;
 	/* An owner waiter whose owner died: its process is gone or going. */
 	return w->owner && !syncmem_owner_alive(w->owner);

@@ -668,6 +668,89 @@ TEST(a_held_gate_whose_holder_died_goes_to_its_oldest_waiter)
 	syncmem_close(r);
 }
 
+static void never_called(void *arg, int result)
+{
+	(void)arg;
+	(void)result;
+	_exit(42);
+}
+
+/*
+ * A process that queues an async semaphore wait and forks a child that
+ * keeps its handle (and does nothing), then waits to be killed. With
+ * @read_never, it stays out of its loop, so a record for it is never read.
+ */
+static pid_t async_waiter_with_child(struct syncmem_region *r, struct syncmem_sem *sem,
+				     _Atomic uint32_t *ready, pid_t *child)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct syncmem_loop *loop;
+		pid_t c;
+
+		if (syncmem_loop_new(&loop) ||
+		    syncmem_sem_wait_async(loop, r, sem, never_called, NULL))
+			_exit(1);
+		c = fork();
+		if (c == 0) {
+			for (;;)
+				pause();	/* holds the handle: a copy of the fd */
+		}
+		if (write(fds[1], &c, sizeof(c)) != sizeof(c))
+			_exit(2);
+		atomic_store(ready, 1);
+		for (;;)
+			pause();	/* never runs its loop */
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], child, sizeof(*child)) != sizeof(*child))
+		pid = -1;
+	close(fds[0]);
+	return pid;
+}
+
+TEST(async_waits_end_with_the_process_that_queued_them_not_with_its_handle)
+{
+	_Atomic uint32_t *ready;
+	struct syncmem_region *r;
+	struct syncmem_sem *sem;
+	pid_t pid, child;
+	int64_t t0;
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	sem = syncmem_base(r);
+	ready = (_Atomic uint32_t *)((char *)syncmem_base(r) + 1024);
+	for (int handed_first = 0; handed_first < 2; handed_first++) {
+		ASSERT_EQ(0, syncmem_sem_init(sem, 0));
+		atomic_store(ready, 0);
+		pid = async_waiter_with_child(r, sem, ready, &child);
+		ASSERT_LT(0, pid);
+		ASSERT_TRUE(await_waiters(r, 1));
+		if (handed_first) {
+			/* Handed to it; the record is never read. */
+			EXPECT_EQ(0, syncmem_sem_post(r, sem));
+			EXPECT_EQ(0, syncmem_sem_value(sem));
+		}
+		t0 = now_ns();
+		kill_and_reap(pid);
+		/* Its child keeps the handle open; its wait goes all the same. */
+		EXPECT_TRUE(await_waiters(r, 0));
+		if (!handed_first)
+			EXPECT_EQ(0, syncmem_sem_post(r, sem));	/* not to a ghost */
+		for (int i = 0; i < 1000 && syncmem_sem_value(sem) != 1; i++)
+			usleep(1000);
+		EXPECT_EQ(1, syncmem_sem_value(sem));
+		EXPECT_GT(1000 * MS, now_ns() - t0);
+		kill_and_reap(child);
+	}
+	syncmem_close(r);
+}
+
 /* An observer (read-only waiter) of a lock word. */
 struct observer {
 	struct syncmem_region *ro;
