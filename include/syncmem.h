@@ -214,7 +214,8 @@ struct syncmem_pool_header {
 	uint32_t block_shift;	/* log2(block_size) if a power of two, else 0 */
 	uint32_t blocks_len;	/* nblocks * block_size */
 	uint32_t shard_shift;	/* block i belongs to free list i >> shard_shift */
-	uint8_t reserved0[12];
+	uint32_t reserved0;
+	uint64_t builder;	/* owner id of the process building it (0: unknown) */
 	/*
 	 * Lines 1-8: the heads of the free lists, each alone on its line:
 	 * index + 1 of the first free block (0: empty) in the high 32 bits,
@@ -246,6 +247,8 @@ size_t syncmem_pool_footprint(uint32_t block_size, uint32_t nblocks);
  * geometry or length), -E2BIG (the pool would exceed the 4 GiB that 32-bit
  * offsets reach), -EEXIST (@mem already holds a pool or one being built),
  * -EBADF (@mem is mapped read-only), -ENOMEM (no memory for the handle).
+ * The builder is recorded (its process's owner id): memory whose builder
+ * died part-way is built again from scratch by the next init.
  */
 int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nblocks,
 		      struct syncmem_pool **out);
@@ -254,7 +257,9 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
  * Use a pool another process built in @mem (mapped at any address).
  * Zeroed or foreign memory: -EPROTO at once. A pool whose creator is still
  * building it: wait until it is ready, at most SYNCMEM_POOL_ATTACH_WAIT_MS,
- * then -ETIMEDOUT. -EINVAL when @len is smaller than the pool or @mem is
+ * then -ETIMEDOUT; -ESRCH as soon as its builder is known to have died
+ * part-way (syncmem_pool_init() builds it again). -EINVAL when @len is
+ * smaller than the pool or @mem is
  * misaligned; -ENOMEM. Memory mapped read-only may be attached: the handle
  * then reads (syncmem_pool_ptr(), syncmem_pool_free_count()), and alloc
  * and free report -EBADF.
@@ -545,7 +550,7 @@ struct syncmem_keytab {
 	uint32_t free_head;	/* index + 1 of the first free entry */
 	uint32_t used;		/* entries in use */
 	uint64_t aux;		/* single-flight: the result pool's offset in the region */
-	uint8_t reserved[8];
+	uint64_t builder;	/* owner id of the process building it (0: unknown) */
 	struct syncmem_lock lock;
 } __attribute__((aligned(64)));
 
@@ -563,7 +568,10 @@ struct syncmem_keytab {
  * -E2BIG for a key longer than SYNCMEM_KEY_MAX, -EINVAL for an empty key
  * (or @k not a keyed table in @r), -EBADF on a read-only region, -EUCLEAN
  * when the table holds values this library never writes. Every call
- * checks the table against @r before use.
+ * checks the table against @r before use. Init and attach follow the pool's
+ * rules: -EEXIST for memory already built (or being built by a live
+ * creator), attach waits for a creator still building, and a creator that
+ * died part-way makes attach -ESRCH and the next init build it again.
  */
 struct syncmem_keyed {
 	struct syncmem_keytab t;

@@ -490,7 +490,9 @@ long syncmem_ioctl_owner(void __user *uarg)
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if ((arg.flags & ~SYNCMEM_OWNER_FLAGS) || arg.pad || arg.id)
+	if (arg.flags == SYNCMEM_OWNER_QUERY)
+		return arg.pad ? -EINVAL : syncmem_owner_alive(arg.id);
+	if ((arg.flags & ~SYNCMEM_OWNER_PROCESS) || arg.pad || arg.id)
 		return -EINVAL;
 	if (!current->mm)
 		return -EINVAL;

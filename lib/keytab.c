@@ -146,7 +146,7 @@ int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magi
 		return err;
 	if (len < footprint)
 		return -EINVAL;
-	err = syncmem__ready_claim(&t->state);
+	err = syncmem__ready_claim(&t->state, &t->builder);
 	if (err)
 		return err;
 	t->version = SYNCMEM_KEYTAB_VERSION;
@@ -158,7 +158,6 @@ int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magi
 	t->footprint = footprint;
 	t->used = 0;
 	t->aux = aux;
-	memset(t->reserved, 0, sizeof(t->reserved));
 	syncmem_lock_init(&t->lock, 0);
 	view_fill(&v, t, nentries, nb, boff, eoff);
 	memset(v.buckets, 0, (size_t)nb * 4);
@@ -206,7 +205,7 @@ int syncmem__keytab_attach(void *mem, size_t len, uint32_t magic,
 	*out = NULL;
 	if (!mem || ((uintptr_t)mem & (KEYTAB_ALIGN - 1)) || len < sizeof(*t))
 		return -EINVAL;
-	err = syncmem__ready_wait(&t->state, KEYTAB_ATTACH_WAIT_MS);
+	err = syncmem__ready_wait(&t->state, &t->builder, KEYTAB_ATTACH_WAIT_MS);
 	if (err)
 		return err;
 	if (shared_u32(&t->magic) != magic || keytab_check(t, &n, &nb, &boff, &eoff, &footprint))

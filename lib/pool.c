@@ -178,7 +178,7 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
 	if (err)
 		return err;
 	/* Claim the memory: only one creator, and only on zeroed memory. */
-	err = syncmem__ready_claim(&h->state);
+	err = syncmem__ready_claim(&h->state, &h->builder);
 	if (err) {
 		syncmem_pool_detach(*out);
 		*out = NULL;
@@ -195,7 +195,7 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
 	h->block_shift = g.block_shift;
 	h->blocks_len = g.blocks_len;
 	h->shard_shift = g.shard_shift;
-	memset(h->reserved0, 0, sizeof(h->reserved0));
+	h->reserved0 = 0;
 	/* Stack s holds blocks [s << shift, (s + 1) << shift), in order. */
 	link = pool_links(&p);
 	for (uint32_t s = 0; s < SYNCMEM_POOL_SHARDS; s++) {
@@ -248,7 +248,7 @@ int syncmem__pool_attach_at(struct syncmem_pool *p, void *mem, size_t len, long 
 	if (!mem || ((uintptr_t)mem & (SYNCMEM_POOL_ALIGN - 1)) || len < sizeof(*h))
 		return -EINVAL;
 	/* Wait (bounded) while the creator is still building the pool. */
-	err = syncmem__ready_wait(&h->state, wait_ms);
+	err = syncmem__ready_wait(&h->state, &h->builder, wait_ms);
 	if (err)
 		return err;
 	err = pool_check(h, len, &g);

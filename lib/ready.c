@@ -4,18 +4,62 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <linux/syncmem.h>
 
 #include "internal.h"
 #include "ready.h"
 
-int syncmem__ready_claim(uint32_t *state)
+/* This process's owner id, or 0 if the kernel cannot give one. */
+static uint64_t my_id(void)
+{
+	uint64_t id = syncmem__process_owner_cached();
+	int fd;
+
+	if (id)
+		return id;
+	fd = syncmem__device_open();
+	if (fd < 0)
+		return 0;
+	id = syncmem__process_owner(fd) > 0 ? syncmem__process_owner_cached() : 0;
+	close(fd);
+	return id;
+}
+
+/* Did the builder @id die? Never for 0 (unknown) or a kernel that cannot say. */
+static bool builder_dead(int fd, uint64_t id)
+{
+	struct syncmem_owner q = { .id = id, .flags = SYNCMEM_OWNER_QUERY };
+
+	return id && fd >= 0 && syncmem__ioctl(fd, SYNCMEM_IOC_OWNER, &q) == 0;
+}
+
+int syncmem__ready_claim(uint32_t *state, uint64_t *builder)
 {
 	uint32_t expected = 0;
+	uint64_t me, b;
+	int fd, ret;
 
 	if (!syncmem__writable(state))
 		return -EBADF;
-	return __atomic_compare_exchange_n(state, &expected, SYNCMEM__INITIALISING, false,
-					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ? 0 : -EEXIST;
+	me = my_id();
+	if (__atomic_compare_exchange_n(state, &expected, SYNCMEM__INITIALISING, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(builder, me, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (expected != SYNCMEM__INITIALISING || !me)
+		return -EEXIST;
+	/* Being built: by a builder that died? Then the build is ours. */
+	b = __atomic_load_n(builder, __ATOMIC_RELAXED);
+	fd = syncmem__device_open();
+	ret = builder_dead(fd, b) &&
+	      __atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
+					  __ATOMIC_RELAXED) ? 0 : -EEXIST;
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 void syncmem__ready_publish(uint32_t *state)
@@ -24,19 +68,38 @@ void syncmem__ready_publish(uint32_t *state)
 	__atomic_store_n(state, SYNCMEM__READY, __ATOMIC_RELEASE);
 }
 
-int syncmem__ready_wait(const uint32_t *state, long max_ms)
+int syncmem__ready_wait(const uint32_t *state, const uint64_t *builder, long max_ms)
 {
 	struct timespec nap = { 0, 100000 };	/* 100 us, doubling to 10 ms */
 	long waited_ns = 0;
+	int fd = -1, ret;
+	bool opened = false;
 	uint32_t s;
 
 	while ((s = __atomic_load_n(state, __ATOMIC_ACQUIRE)) == SYNCMEM__INITIALISING) {
-		if (waited_ns >= max_ms * 1000000L)
-			return -ETIMEDOUT;
+		/* Past the first naps: is the builder still alive? */
+		if (waited_ns >= 1000000L) {
+			if (!opened) {
+				fd = syncmem__device_open();
+				opened = true;
+			}
+			if (builder_dead(fd, __atomic_load_n(builder, __ATOMIC_RELAXED))) {
+				ret = -ESRCH;
+				goto out;
+			}
+		}
+		if (waited_ns >= max_ms * 1000000L) {
+			ret = -ETIMEDOUT;
+			goto out;
+		}
 		nanosleep(&nap, NULL);
 		waited_ns += nap.tv_nsec;
 		if (nap.tv_nsec < 10000000)
 			nap.tv_nsec *= 2;
 	}
-	return s == SYNCMEM__READY ? 0 : -EPROTO;
+	ret = s == SYNCMEM__READY ? 0 : -EPROTO;
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }

@@ -2,8 +2,12 @@
 /*
  * The creation protocol of structures built in shared memory by one process
  * and attached to by others (pool, keyed tables): the creator claims a zero
- * state word with a CAS, builds, and publishes READY with a release store;
- * an attacher waits (bounded) while the state says the build is under way.
+ * state word with a CAS, records itself as the builder (its process's owner
+ * id), builds, and publishes READY with a release store; an attacher waits
+ * (bounded) while the state says the build is under way. A builder that
+ * died is told apart from a slow one by asking the kernel whether its id is
+ * alive: attachers then fail with -ESRCH at once, and a new init takes
+ * the build over and starts it again from scratch.
  */
 #ifndef SYNCMEM_READY_H
 #define SYNCMEM_READY_H
@@ -14,18 +18,21 @@
 #define SYNCMEM__READY		0x52454459u	/* "REDY" */
 
 /*
- * Claim zeroed memory for building: 0, -EEXIST if someone else did, or
- * -EBADF when the memory is mapped read-only.
+ * Claim memory for building: 0 (build it), -EEXIST if someone else did (and
+ * is alive, or finished), or -EBADF when the memory is mapped read-only.
+ * Zeroed memory, or memory whose builder died part-way, can be claimed.
  */
-int syncmem__ready_claim(uint32_t *state);
+int syncmem__ready_claim(uint32_t *state, uint64_t *builder);
 
 /* Publish the build: everything written before is seen by attachers. */
 void syncmem__ready_publish(uint32_t *state);
 
 /*
  * Wait until @state is READY (acquire): 0; -EPROTO at once for zeroed or
- * foreign memory; -ETIMEDOUT after @max_ms while still being built.
+ * foreign memory; -ESRCH once the builder is known to have died
+ * part-way (init it again); -ETIMEDOUT after @max_ms while still being
+ * built.
  */
-int syncmem__ready_wait(const uint32_t *state, long max_ms);
+int syncmem__ready_wait(const uint32_t *state, const uint64_t *builder, long max_ms);
 
 #endif /* SYNCMEM_READY_H */

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -748,6 +749,106 @@ TEST(async_waits_end_with_the_process_that_queued_them_not_with_its_handle)
 		EXPECT_GT(1000 * MS, now_ns() - t0);
 		kill_and_reap(child);
 	}
+	syncmem_close(r);
+}
+
+/* The process owner id of a child that has exited. */
+static uint64_t dead_process_id(void)
+{
+	_Atomic uint64_t *id = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t ret = 0;
+	pid_t pid;
+
+	if (id == MAP_FAILED)
+		return 0;
+	pid = fork();
+	if (pid == 0) {
+		struct syncmem_owner o = { .flags = SYNCMEM_OWNER_PROCESS };
+		int dev = dev_open();
+
+		_exit(dev < 0 || raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o) ||
+		      (atomic_store(id, o.id), 0));
+	}
+	if (pid > 0 && wait_exit(pid) == 0)
+		ret = atomic_load(id);
+	munmap((void *)id, 4096);
+	return ret;
+}
+
+TEST(owner_ids_can_be_asked_whether_they_live)
+{
+	struct syncmem_owner o = { .flags = SYNCMEM_OWNER_PROCESS };
+	uint64_t dead = dead_process_id();
+	int dev = dev_open();
+
+	ASSERT_LE(0, dev);
+	ASSERT_NE(0, dead);
+	ASSERT_EQ(0, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	o = (struct syncmem_owner){ .id = o.id, .flags = SYNCMEM_OWNER_QUERY };
+	EXPECT_EQ(1, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	o.id = dead;
+	EXPECT_EQ(0, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	o.id = 0;
+	EXPECT_EQ(0, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	o.id = SYNCMEM_OWNER_NOBODY;
+	EXPECT_EQ(1, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	o.pad = 1;
+	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	o = (struct syncmem_owner){ .flags = SYNCMEM_OWNER_QUERY | SYNCMEM_OWNER_PROCESS };
+	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
+	close(dev);
+}
+
+TEST(a_pool_or_table_whose_creator_died_part_way_is_built_again)
+{
+	struct syncmem_region *r;
+	struct syncmem_pool *pool;
+	struct syncmem_keyed *k;
+	struct syncmem_pool_header *h;
+	struct syncmem_keytab *t;
+	uint64_t dead = dead_process_id();
+	size_t plen = syncmem_pool_footprint(64, 16);
+	size_t klen = syncmem_keyed_footprint(16);
+	int64_t t0;
+
+	ASSERT_NE(0, dead);
+	ASSERT_EQ(0, syncmem_open(NULL, 1 << 16, 0, 0, &r));
+	h = syncmem_base(r);
+	t = (struct syncmem_keytab *)((char *)syncmem_base(r) + (1 << 15));
+	/* Left as a creator that died in the middle of building them leaves them. */
+	h->state = 0x494e4954;		/* "INIT" */
+	h->builder = dead;
+	h->nblocks = 12345;
+	t->state = 0x494e4954;
+	t->builder = dead;
+	t0 = now_ns();
+	EXPECT_EQ(-ESRCH, syncmem_pool_attach(h, plen, &pool));
+	EXPECT_EQ(-ESRCH, syncmem_keyed_attach(t, klen, &k));
+	EXPECT_GT(1000 * MS, now_ns() - t0);
+	/* The next init builds them again. */
+	ASSERT_EQ(0, syncmem_pool_init(h, plen, 64, 16, &pool));
+	EXPECT_EQ(16, syncmem_pool_free_count(pool));
+	EXPECT_NE(0, syncmem_pool_alloc(pool));
+	syncmem_pool_detach(pool);
+	ASSERT_EQ(0, syncmem_pool_attach(h, plen, &pool));
+	EXPECT_EQ(15, syncmem_pool_free_count(pool));
+	syncmem_pool_detach(pool);
+	ASSERT_EQ(0, syncmem_keyed_init(t, klen, 16, &k));
+	EXPECT_EQ(0, syncmem_keyed_lock(r, k, "k", 1, SYNCMEM_FOREVER));
+	EXPECT_EQ(0, syncmem_keyed_unlock(r, k, "k", 1));
+	ASSERT_EQ(0, syncmem_keyed_attach(t, klen, &k));
+	/* Built, or being built by a live creator: not again. */
+	EXPECT_EQ(-EEXIST, syncmem_pool_init(h, plen, 64, 16, &pool));
+	memset(t, 0, klen);
+	t->state = 0x494e4954;
+	{
+		struct syncmem_owner me = { .flags = SYNCMEM_OWNER_PROCESS };
+
+		ASSERT_EQ(0, raw_ioctl(syncmem_region_fd(r), SYNCMEM_IOC_OWNER, &me));
+		t->builder = me.id;
+	}
+	EXPECT_EQ(-EEXIST, syncmem_keyed_init(t, klen, 16, &k));
 	syncmem_close(r);
 }
 

@@ -537,11 +537,13 @@ struct syncmem_disarm {
 
 /* Bits of struct syncmem_owner.flags. */
 #define SYNCMEM_OWNER_PROCESS		(1U << 0)  /* the process's id, not the thread's */
-#define SYNCMEM_OWNER_FLAGS		SYNCMEM_OWNER_PROCESS
+#define SYNCMEM_OWNER_QUERY		(1U << 1)  /* is @id alive? 1 or 0 */
+#define SYNCMEM_OWNER_FLAGS		(SYNCMEM_OWNER_PROCESS | SYNCMEM_OWNER_QUERY)
 
 /**
  * struct syncmem_owner - get an owner id (handle or region fd ioctl)
- * @id:		Out: the id (never 0, within SYNCMEM_OWNER_ID).
+ * @id:		Out: the id (never 0, within SYNCMEM_OWNER_ID). In, with
+ *		SYNCMEM_OWNER_QUERY: the id to ask about.
  * @flags:	In: SYNCMEM_OWNER_* bits.
  * @pad:	Must be zero.
  *
@@ -559,6 +561,11 @@ struct syncmem_disarm {
  * A word nobody waits on is taken over by the next LOCK_WAIT on it.
  * Errors: -EAGAIN (SYNCMEM_OWNERS_MAX ids of live threads in the process),
  * -ENOMEM, -EINVAL.
+ *
+ * SYNCMEM_OWNER_QUERY (alone): returns 1 if @id names a live owner (or is
+ * SYNCMEM_OWNER_NOBODY), else 0; nothing is written back. For structures
+ * that record who is building them, so that others can tell a builder that
+ * died from a slow one.
  */
 struct syncmem_owner {
 	__u64 id;
