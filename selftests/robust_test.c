@@ -1023,7 +1023,7 @@ TEST(owner_ids_are_checked)
 	/* Bad arguments. */
 	o.pad = 1;
 	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
-	o = (struct syncmem_owner){ .flags = 2 };
+	o = (struct syncmem_owner){ .flags = 4 };
 	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
 	o = (struct syncmem_owner){ .id = 5 };
 	EXPECT_EQ(-EINVAL, raw_ioctl(dev, SYNCMEM_IOC_OWNER, &o));
