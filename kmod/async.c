@@ -59,6 +59,7 @@ struct syncmem_async {
 	u64 offset;			/* of its word */
 	refcount_t ref;
 	int result;
+	u32 exec_id;			/* its process's program then (low half) */
 	bool timed;
 };
 
@@ -103,10 +104,22 @@ void syncmem_handle_put(struct syncmem_handle *h)
 	kref_put(&h->ref, syncmem_handle_release_kref);
 }
 
-/* Has the process that queued @a exited? It will never read the record. */
+/*
+ * Has the process that queued @a exited, or exec'd another program? It will
+ * never read the record.
+ */
 static bool syncmem_async_orphan(const struct syncmem_async *a)
 {
-	return thread_group_exited(a->tgid);
+	struct task_struct *t;
+	bool orphan;
+
+	rcu_read_lock();
+	/* The group's leader, or the thread that took its place. */
+	t = pid_task(a->tgid, PIDTYPE_PID);
+	orphan = !t || (READ_ONCE(t->exit_state) && thread_group_empty(t)) ||
+		 (u32)READ_ONCE(t->self_exec_id) != a->exec_id;
+	rcu_read_unlock();
+	return orphan;
 }
 
 /* Under its bucket lock: pass @w over (syncmem_waiter_gone()). */
@@ -444,6 +457,7 @@ static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 	atomic_long_inc(&h->ns->usage.async_waits);
 	a->w.async = true;
 	a->tgid = get_pid(task_tgid(current));
+	a->exec_id = (u32)current->self_exec_id;
 	refcount_set(&a->ref, 1);
 	RB_CLEAR_NODE(&a->pending);
 	INIT_LIST_HEAD(&a->node);
@@ -475,10 +489,6 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		if (!owner)
 			return -EINVAL;
 	}
-	/* Its waits end with this process, whoever else keeps the handle. */
-	ret = syncmem_owner_watch_handle(h);
-	if (ret)
-		return ret;
 	r = syncmem_region_get_fd(arg.region_fd, false, &rdonly);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
@@ -489,6 +499,9 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		.size = arg.size,
 	};
 	ret = syncmem_wait_check(r, &w);
+	/* Its waits end with this process, whoever else keeps the handle. */
+	if (!ret)
+		ret = syncmem_owner_watch_handle(h);
 	if (ret) {
 		syncmem_region_put(r);
 		return ret;
@@ -820,22 +833,17 @@ void syncmem_handle_release(struct syncmem_handle *h)
 	syncmem_handle_put(h);
 }
 
-/* A reference on the oldest pending wait of @h queued by @tgid, or NULL. */
-static struct syncmem_async *syncmem_pending_get_of(struct syncmem_handle *h,
-						    struct pid *tgid)
+/*
+ * Pass on now what @a, a record nobody will read, was given (the reaper
+ * runs before it looks at owner words: see syncmem_async_reap()).
+ */
+static void syncmem_async_pass_on_now(struct syncmem_async *a)
 {
-	struct syncmem_async *a;
-
-	spin_lock(&h->lock);
-	list_for_each_entry(a, &h->pending_list, node) {
-		if (a->tgid == tgid) {
-			refcount_inc(&a->ref);
-			spin_unlock(&h->lock);
-			return a;
-		}
-	}
-	spin_unlock(&h->lock);
-	return NULL;
+	if (a->region && (a->result == SYNCMEM_WAIT_WOKEN ||
+			  a->result == SYNCMEM_WAIT_HANDED_OFF ||
+			  a->result == SYNCMEM_WAIT_OWNER_DIED))
+		syncmem_wait_pass_on(a->region, a->offset, &a->w, a->result);
+	syncmem_async_put(a);
 }
 
 /**
@@ -847,26 +855,47 @@ static struct syncmem_async *syncmem_pending_get_of(struct syncmem_handle *h,
  * not that process's. Cancel them and drop their unread records, passing on
  * what those were given, as if the handle had been closed for them alone.
  * Their completions from now on are dropped too (syncmem_async_complete()).
+ * Process context; runs before the death's scan of owner words, so that a
+ * hand-off the dead process never read goes on as a hand-off.
  */
 void syncmem_async_reap(struct syncmem_handle *h, struct pid *tgid)
 {
 	struct syncmem_async *a, *tmp;
+	LIST_HEAD(mine);
 	LIST_HEAD(unread);
 
-	while ((a = syncmem_pending_get_of(h, tgid))) {
-		/* Completed by us or its claimer: dropped, being an orphan. */
-		syncmem_async_cancel_settled(h, a);
-		syncmem_async_put(a);
-		cond_resched();
-	}
+	/*
+	 * Its pending waits move to @mine in one pass. They stay pending:
+	 * whoever completes one (its claimer, or CANCEL by user_data) takes
+	 * it off @mine under h->lock, as off the pending list.
+	 */
 	spin_lock(&h->lock);
+	list_for_each_entry_safe(a, tmp, &h->pending_list, node)
+		if (a->tgid == tgid)
+			list_move_tail(&a->node, &mine);
 	list_for_each_entry_safe(a, tmp, &h->cq, node)
 		if (a->tgid == tgid)
 			list_move_tail(&a->node, &unread);
 	spin_unlock(&h->lock);
+	for (;;) {
+		spin_lock(&h->lock);
+		a = list_first_entry_or_null(&mine, struct syncmem_async, node);
+		if (a) {
+			list_del_init(&a->node);
+			refcount_inc(&a->ref);
+		}
+		spin_unlock(&h->lock);
+		if (!a)
+			break;
+		/* Claimed by somebody else: its completion drops it (an orphan). */
+		syncmem_async_cancel_one(a);
+		syncmem_async_put(a);
+		cond_resched();
+	}
 	list_for_each_entry_safe(a, tmp, &unread, node) {
 		list_del(&a->node);
-		syncmem_async_drop(a, a->result);
+		syncmem_async_pass_on_now(a);
+		cond_resched();
 	}
 }
 

@@ -472,8 +472,7 @@ void syncmem_owner_unwatch_handle(struct syncmem_handle *h)
 
 	put_pid(h->watched);
 	h->watched = NULL;
-	if (list_empty_careful(&h->watches))
-		return;
+	/* Always under the mutex: a reaper may be taking a watch of it now. */
 	mutex_lock(&syncmem_owner_mutex);
 	list_for_each_entry_safe(wt, tmp, &h->watches, handle_node) {
 		list_del(&wt->life_node);

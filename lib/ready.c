@@ -57,6 +57,12 @@ int syncmem__ready_claim(uint32_t *state, uint64_t *builder)
 	ret = builder_dead(fd, b) &&
 	      __atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
 					  __ATOMIC_RELAXED) ? 0 : -EEXIST;
+	/*
+	 * The builder may have published before it died: then it is built
+	 * (and in use), not ours to build again. Dead, it publishes no more.
+	 */
+	if (!ret && __atomic_load_n(state, __ATOMIC_ACQUIRE) != SYNCMEM__INITIALISING)
+		ret = -EEXIST;
 	if (fd >= 0)
 		close(fd);
 	return ret;
@@ -84,8 +90,13 @@ int syncmem__ready_wait(const uint32_t *state, const uint64_t *builder, long max
 				opened = true;
 			}
 			if (builder_dead(fd, __atomic_load_n(builder, __ATOMIC_RELAXED))) {
-				ret = -ESRCH;
-				goto out;
+				/* Unless it published before it died. */
+				if (__atomic_load_n(state, __ATOMIC_ACQUIRE) ==
+				    SYNCMEM__INITIALISING) {
+					ret = -ESRCH;
+					goto out;
+				}
+				continue;
 			}
 		}
 		if (waited_ns >= max_ms * 1000000L) {

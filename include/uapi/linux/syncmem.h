@@ -34,6 +34,7 @@
 #define SYNCMEM_FEAT_REGION_LIST	(1ULL << 6)  /* REGION_LIST */
 #define SYNCMEM_FEAT_OWNERS		(1ULL << 7)  /* OWNER, LOCK_WAIT, UNLOCK */
 #define SYNCMEM_FEAT_HANDOFF_WAITERS	(1ULL << 8)  /* SYNCMEM_HANDOFF_WAITERS */
+#define SYNCMEM_FEAT_OWNER_QUERY	(1ULL << 9)  /* SYNCMEM_OWNER_QUERY, _NOBODY */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
