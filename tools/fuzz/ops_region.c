@@ -107,7 +107,8 @@ static void region_handoff(struct thread_ctx *t, const struct obj *o, int slot)
 		.offset = pick_offset(&t->rng, o->size, width),
 		.value = rng_below(&t->rng, 4),
 		.size = width,
-		.flags = add ? SYNCMEM_HANDOFF_ADD : 0,
+		.flags = (add ? SYNCMEM_HANDOFF_ADD : 0) |
+			 (rng_chance(&t->rng, 1, 3) ? SYNCMEM_HANDOFF_WAITERS : 0),
 	};
 	enum op op = add ? OP_HANDOFF_ADD : OP_HANDOFF;
 	char what[160];
@@ -134,9 +135,15 @@ static uint64_t owner_id(const struct obj *o, int slot, bool process)
 	snprintf(what, sizeof(what), "fd %d %s id", o->fd, process ? "process" : "thread");
 	if (!tally(OP_OWNER, ret, if_stable(DOCUMENTED, obj_unchanged(slot, o)), what) || ret)
 		return 0;
-	if (!own.id || own.id >= SYNCMEM_OWNER_NOTRECOVERABLE - 1)
-		finding("OWNER issued id %#llx, outside 1..2^62-3: %s",
+	if (!own.id || own.id >= SYNCMEM_OWNER_NOBODY)
+		finding("OWNER issued id %#llx, outside 1..2^62-4: %s",
 			(unsigned long long)own.id, what);
+	/* An id just issued to the caller is alive, whoever else asks. */
+	own.flags = SYNCMEM_OWNER_QUERY;
+	ret = xioctl(o->fd, SYNCMEM_IOC_OWNER, &own);
+	if (ret != 1 && ret != -EBADF && obj_unchanged(slot, o))
+		finding("OWNER_QUERY of the caller's own id %#llx returned %ld: %s",
+			(unsigned long long)own.id, ret, what);
 	return own.id;
 }
 
