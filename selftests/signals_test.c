@@ -239,20 +239,33 @@ static void stop_and_await(pid_t pid)
 	waitpid(pid, &status, WUNTRACED);
 }
 
+/*
+ * Plain waiters a, then b, of sh->word; a is stopped (away) and handed
+ * the word. 0, or -1 if they did not queue or the hand-off went elsewhere.
+ */
+static int first_stopped_and_handed(struct syncmem_region *r, struct sshared *sh,
+				    pid_t *a, pid_t *b)
+{
+	sh->word = 0;
+	*a = plain_waiter(r, sh);
+	if (*a < 0 || !await_waiters(r, 1))
+		return -1;
+	*b = plain_waiter(r, sh);
+	if (*b < 0 || !await_waiters(r, 2))
+		return -1;
+	stop_and_await(*a);
+	/* Away but in first place: the hand-off is its. */
+	if (syncmem_handoff32(r, &sh->word, 1) != 1 || region_waiters(r) != 1)
+		return -1;
+	return 0;
+}
+
 TEST_F(signals, a_stopped_waiter_is_handed_off_to_and_takes_it_when_continued)
 {
 	struct sshared *sh = self->sh;
 	pid_t a, b;
 
-	sh->word = 0;
-	a = plain_waiter(self->r, sh);
-	ASSERT_TRUE(await_waiters(self->r, 1));
-	b = plain_waiter(self->r, sh);
-	ASSERT_TRUE(await_waiters(self->r, 2));
-	stop_and_await(a);
-	/* Away but in first place: the hand-off is its. */
-	EXPECT_EQ(1, syncmem_handoff32(self->r, &sh->word, 1));
-	EXPECT_EQ(1, region_waiters(self->r));
+	ASSERT_EQ(0, first_stopped_and_handed(self->r, sh, &a, &b));
 	kill(a, SIGCONT);
 	EXPECT_EQ(SYNCMEM_OK, wait_exit(a));
 	EXPECT_EQ(1, region_waiters(self->r));
@@ -266,13 +279,7 @@ TEST_F(signals, a_waiter_killed_while_stopped_passes_its_hand_off_on_within_a_se
 	int64_t t0;
 	pid_t a, b;
 
-	sh->word = 0;
-	a = plain_waiter(self->r, sh);
-	ASSERT_TRUE(await_waiters(self->r, 1));
-	b = plain_waiter(self->r, sh);
-	ASSERT_TRUE(await_waiters(self->r, 2));
-	stop_and_await(a);
-	EXPECT_EQ(1, syncmem_handoff32(self->r, &sh->word, 1));
+	ASSERT_EQ(0, first_stopped_and_handed(self->r, sh, &a, &b));
 	t0 = now_ns();
 	kill(a, SIGKILL);
 	waitpid(a, NULL, 0);
