@@ -110,14 +110,12 @@ void syncmem_handle_put(struct syncmem_handle *h)
  */
 static bool syncmem_async_orphan(const struct syncmem_async *a)
 {
-	struct task_struct *t;
+	u64 exec_id;
 	bool orphan;
 
 	rcu_read_lock();
-	/* The group's leader, or the thread that took its place. */
-	t = pid_task(a->tgid, PIDTYPE_PID);
-	orphan = !t || (READ_ONCE(t->exit_state) && thread_group_empty(t)) ||
-		 (u32)READ_ONCE(t->self_exec_id) != a->exec_id;
+	orphan = !syncmem_process_exec_id(a->tgid, &exec_id) ||
+		 (u32)exec_id != a->exec_id;
 	rcu_read_unlock();
 	return orphan;
 }
@@ -261,15 +259,23 @@ static void syncmem_pass_on_work_fn(struct work_struct *work)
 static DECLARE_WORK(syncmem_pass_on_work, syncmem_pass_on_work_fn);
 
 /*
+ * Was @a, completed with @result, given something that must go on if its
+ * record is never read? A POST record (no region) was never a waiter.
+ */
+static bool syncmem_async_carries(const struct syncmem_async *a, int result)
+{
+	return a->region && (result == SYNCMEM_WAIT_WOKEN ||
+			     result == SYNCMEM_WAIT_HANDED_OFF ||
+			     result == SYNCMEM_WAIT_OWNER_DIED);
+}
+
+/*
  * Drop the owner's reference of a completed wait nobody will read; what it
  * was given (@result) goes on to somebody else.
  */
 static void syncmem_async_drop(struct syncmem_async *a, int result)
 {
-	/* A POST record (no region) was never a waiter: nothing to pass on. */
-	if (a->region && (result == SYNCMEM_WAIT_WOKEN ||
-			  result == SYNCMEM_WAIT_HANDED_OFF ||
-			  result == SYNCMEM_WAIT_OWNER_DIED)) {
+	if (syncmem_async_carries(a, result)) {
 		a->result = result;
 		spin_lock(&syncmem_pass_on_lock);
 		list_add_tail(&a->node, &syncmem_pass_on_list);
@@ -839,9 +845,7 @@ void syncmem_handle_release(struct syncmem_handle *h)
  */
 static void syncmem_async_pass_on_now(struct syncmem_async *a)
 {
-	if (a->region && (a->result == SYNCMEM_WAIT_WOKEN ||
-			  a->result == SYNCMEM_WAIT_HANDED_OFF ||
-			  a->result == SYNCMEM_WAIT_OWNER_DIED))
+	if (syncmem_async_carries(a, a->result))
 		syncmem_wait_pass_on(a->region, a->offset, &a->w, a->result);
 	syncmem_async_put(a);
 }

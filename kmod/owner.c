@@ -107,19 +107,34 @@ static bool syncmem_scan_wanted;	/* dead thread ids found: scan */
 static void syncmem_reap(struct work_struct *work);
 static DECLARE_WORK(syncmem_reap_work, syncmem_reap);
 
+/**
+ * syncmem_process_exec_id - the program a process runs, unless it exited
+ * @tgid:	The process: its thread group's pid.
+ * @exec_id:	Set to the self_exec_id of the program it runs.
+ *
+ * Under RCU. False once every thread of it has exited.
+ */
+bool syncmem_process_exec_id(struct pid *tgid, u64 *exec_id)
+{
+	/* The group's leader, or the thread that took its place. */
+	struct task_struct *t = pid_task(tgid, PIDTYPE_PID);
+
+	if (!t || (READ_ONCE(t->exit_state) && thread_group_empty(t)))
+		return false;
+	*exec_id = READ_ONCE(t->self_exec_id);
+	return true;
+}
+
 /* Under RCU: is the thread or process behind @o alive? */
 static bool syncmem_owner_running(const struct syncmem_owner_entry *o)
 {
 	struct task_struct *t;
+	u64 exec_id;
 
-	if (o->process) {
-		/* The group's leader, or the thread that took its place. */
-		t = pid_task(o->pid, PIDTYPE_PID);
-		if (!t || (READ_ONCE(t->exit_state) && thread_group_empty(t)))
-			return false;
-		/* An execve ended the program that had the id. */
-		return READ_ONCE(t->self_exec_id) == o->exec_id;
-	}
+	/* An execve ended the program that had a process id. */
+	if (o->process)
+		return syncmem_process_exec_id(o->pid, &exec_id) &&
+		       exec_id == o->exec_id;
 	t = pid_task(o->pid, PIDTYPE_PID);
 	return t && !(READ_ONCE(t->flags) & PF_EXITING) &&
 	       READ_ONCE(t->mm) == o->mm;

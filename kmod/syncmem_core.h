@@ -292,6 +292,7 @@ bool syncmem_owner_alive(u64 id);
 bool syncmem_owner_is_current(u64 id);
 u64 syncmem_owner_current_process(void);
 long syncmem_ioctl_owner(void __user *uarg);
+bool syncmem_process_exec_id(struct pid *tgid, u64 *exec_id);
 int syncmem_owner_watch_handle(struct syncmem_handle *h);
 void syncmem_owner_unwatch_handle(struct syncmem_handle *h);
 

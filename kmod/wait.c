@@ -467,6 +467,17 @@ static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
 		atomic64_add((s64)value, (atomic64_t *)p);
 }
 
+/* Clear the top bit of the word, with one atomic instruction. */
+static void syncmem_word_clear_top(struct syncmem_region *r, u64 offset, u32 size)
+{
+	void *p = syncmem_region_word(r, offset);
+
+	if (size == 4)
+		atomic_andnot((int)BIT(31), (atomic_t *)p);
+	else
+		atomic64_andnot((s64)BIT_ULL(63), (atomic64_t *)p);
+}
+
 /* Store @value if the word holds @expected, atomically; true if stored. */
 static bool syncmem_word_cmpxchg(struct syncmem_region *r, u64 offset,
 				 u32 size, u64 expected, u64 value)
@@ -736,6 +747,30 @@ static bool syncmem_owner_word_resolve(struct syncmem_region *r,
 	return !!w;
 }
 
+/*
+ * Under no lock: the owner word at @offset may name a dead owner (or be
+ * free) while waiters are queued. Give it to its oldest live waiter now.
+ */
+static void syncmem_owner_word_settle(struct syncmem_region *r, u64 offset)
+{
+	struct syncmem_bucket *b = syncmem_bucket_of(r, offset);
+	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
+	struct syncmem_queue *q, *dead = NULL;
+	bool observed = false;
+
+	spin_lock(&b->lock);
+	q = syncmem_queue_find(b, offset);
+	if (q && q->owner_word && syncmem_owner_word_resolve(r, q, &wk)) {
+		observed = !list_empty(&q->observers);
+		dead = syncmem_queue_settle(r, q);
+	}
+	spin_unlock(&b->lock);
+	syncmem_wake_flush(&wk);
+	syncmem_queue_free(dead);
+	if (observed)
+		syncmem_wake_observers(r, offset);
+}
+
 /**
  * syncmem_owner_words_scan - after a death, look at every owner word waited on
  *
@@ -744,12 +779,10 @@ static bool syncmem_owner_word_resolve(struct syncmem_region *r,
  */
 void syncmem_owner_words_scan(void)
 {
-	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
 	struct { struct syncmem_region *r; u64 offset; } *v;
 	struct syncmem_region *rr;
-	struct syncmem_queue *q, *dead;
+	struct syncmem_queue *q;
 	unsigned long n, i = 0;
-	bool observed;
 
 	for (;;) {
 		n = READ_ONCE(syncmem_nr_owner_queues) + 16;
@@ -777,22 +810,7 @@ void syncmem_owner_words_scan(void)
 	spin_unlock(&syncmem_owner_queues_lock);
 	n = i;
 	for (i = 0; i < n; i++) {
-		struct syncmem_bucket *b = syncmem_bucket_of(v[i].r, v[i].offset);
-
-		spin_lock(&b->lock);
-		q = syncmem_queue_find(b, v[i].offset);
-		dead = NULL;
-		observed = false;
-		if (q && q->owner_word &&
-		    syncmem_owner_word_resolve(v[i].r, q, &wk)) {
-			observed = !list_empty(&q->observers);
-			dead = syncmem_queue_settle(v[i].r, q);
-		}
-		spin_unlock(&b->lock);
-		syncmem_wake_flush(&wk);
-		syncmem_queue_free(dead);
-		if (observed)
-			syncmem_wake_observers(v[i].r, v[i].offset);
+		syncmem_owner_word_settle(v[i].r, v[i].offset);
 		syncmem_region_put(v[i].r);
 		cond_resched();
 	}
@@ -970,31 +988,6 @@ static long syncmem_wait_signalled(struct syncmem_region *r,
 	return interruptible ? -ERESTARTNOHAND : -ERESTARTNOINTR;
 }
 
-/*
- * Under no lock: the owner that @arg expects died while a restarted owner
- * waiter was away. Give the word to its oldest live waiter now, as the
- * death scan would: the waiter itself if it is first in line.
- */
-static void syncmem_owner_word_settle(struct syncmem_region *r, u64 offset)
-{
-	struct syncmem_bucket *b = syncmem_bucket_of(r, offset);
-	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
-	struct syncmem_queue *q, *dead = NULL;
-	bool observed = false;
-
-	spin_lock(&b->lock);
-	q = syncmem_queue_find(b, offset);
-	if (q && q->owner_word && syncmem_owner_word_resolve(r, q, &wk)) {
-		observed = !list_empty(&q->observers);
-		dead = syncmem_queue_settle(r, q);
-	}
-	spin_unlock(&b->lock);
-	syncmem_wake_flush(&wk);
-	syncmem_queue_free(dead);
-	if (observed)
-		syncmem_wake_observers(r, offset);
-}
-
 static long syncmem_wait(struct syncmem_region *r, bool observer,
 			 const struct syncmem_wait *arg, struct syncmem_wait_call *call)
 {
@@ -1084,19 +1077,9 @@ long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 
 /*
  * Under the lock, before anything is claimed: hand the word to the oldest
- * writable waiter, or else store (or add) the value and wake the observers.
+ * writable waiter, or else store (or add) the value and wake the observers;
+ * with SYNCMEM_HANDOFF_WAITERS, clear the mark when nobody is left queued.
  */
-/* Clear the top bit of the word, with one atomic instruction. */
-static void syncmem_word_clear_top(struct syncmem_region *r, u64 offset, u32 size)
-{
-	void *p = syncmem_region_word(r, offset);
-
-	if (size == 4)
-		atomic_andnot((int)BIT(31), (atomic_t *)p);
-	else
-		atomic64_andnot((s64)BIT_ULL(63), (atomic64_t *)p);
-}
-
 static long syncmem_handoff_decide(struct syncmem_region *r,
 				   struct syncmem_queue *q,
 				   struct syncmem_wake_op *op)
@@ -1146,8 +1129,7 @@ int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg)
 }
 
 /* A blocked WAIT or LOCK_WAIT begins: before it reads its arguments. */
-static void syncmem_wait_call_begin(struct syncmem_region *r, struct file *file,
-				    struct syncmem_wait_call *call)
+static void syncmem_wait_call_begin(struct file *file, struct syncmem_wait_call *call)
 {
 	call->file = file;
 	call->away = syncmem_away_take();
@@ -1161,7 +1143,7 @@ long syncmem_ioctl_wait(struct syncmem_region *r, struct file *file,
 	struct syncmem_wait arg;
 	int err = -EFAULT;
 
-	syncmem_wait_call_begin(r, file, &call);
+	syncmem_wait_call_begin(file, &call);
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		goto fail;
 	err = syncmem_wait_check(r, &arg);
@@ -1211,7 +1193,7 @@ long syncmem_ioctl_lock_wait(struct syncmem_region *r, struct file *file,
 	struct syncmem_wait w;
 	int err = -EFAULT;
 
-	syncmem_wait_call_begin(r, file, &call);
+	syncmem_wait_call_begin(file, &call);
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		goto fail;
 	err = -EINVAL;

@@ -4,11 +4,12 @@
  * Both loop on: try to take the object; else sleep on its word expecting the
  * value try() saw. A hand-off (the kernel's HANDOFF picking this waiter)
  * means the object was given to us and the word left as it was; a plain
- * wake-up or a changed word means: try again. For an owner word (the gate)
- * the waits are LOCK_WAITs, and the kernel may also give the object to a
- * waiter because its holder died (SYNCMEM_WAIT_OWNER_DIED: -EOWNERDEAD). A word that keeps changing
- * between try() and the wait (SYNCMEM__RETRY_MAX times in one call) is
- * being written by something else: -EUCLEAN.
+ * wake-up or a changed word means: try again. For an owner word (a held
+ * gate) the waits are LOCK_WAITs, and the kernel may also give the object
+ * to a waiter because its holder died (SYNCMEM_WAIT_OWNER_DIED:
+ * -EOWNERDEAD). A word that keeps changing between try() and the wait
+ * (SYNCMEM__RETRY_MAX times in one call) is being written by something
+ * else: -EUCLEAN.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,24 +53,18 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 
 	for (;;) {
 		ret = a->ops->try(a, &expected);
-		if (ret < 0)
-			a->ops->abandon(a);
 		if (ret)
 			return ret > 0 ? 0 : ret;
 		/* A try still asks whether an owner word's holder is alive. */
-		if (!timeout_ns && !a->owner) {
-			a->ops->abandon(a);
+		if (!timeout_ns && !a->owner)
 			return -ETIMEDOUT;
-		}
 		ret = acquire_wait(r, a, expected, deadline);
 		if (acquire_is_given(ret))
 			return acquire_given(a, ret);
 		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;
-		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0) {
-			a->ops->abandon(a);
+		if (ret == SYNCMEM_WAIT_TIMED_OUT || ret < 0)
 			return ret < 0 ? ret : -ETIMEDOUT;
-		}
 		/* Woken or not equal: look again. */
 	}
 }
@@ -105,8 +100,6 @@ static int acquire_try(struct acquire_op *op)
 
 	for (;;) {
 		ret = op->a.ops->try(&op->a, &expected);
-		if (ret < 0)
-			op->a.ops->abandon(&op->a);
 		if (ret)
 			return ret;
 		if (op->a.owner)
@@ -122,10 +115,8 @@ static int acquire_try(struct acquire_op *op)
 			return acquire_given(&op->a, ret) ? 2 : 1;
 		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;
-		if (ret != SYNCMEM_WAIT_NOT_EQUAL) {
-			op->a.ops->abandon(&op->a);
+		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
 			return ret < 0 ? ret : -EIO;
-		}
 	}
 }
 
@@ -143,7 +134,6 @@ static void acquire_step(void *arg, int result)
 		return;
 	}
 	if (result < 0) {
-		op->a.ops->abandon(&op->a);
 		acquire_finish(op, result);
 		return;
 	}

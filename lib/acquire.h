@@ -17,10 +17,12 @@ struct syncmem__acq_ops {
 	 * word's value to sleep on), or a negative errno.
 	 */
 	int (*try)(struct syncmem__acq *a, uint64_t *expected);
-	/* A hand-off gave the object to this waiter. */
+	/*
+	 * A hand-off gave the object to this waiter. (A waiter that gives up
+	 * has nothing to undo: what try() announced in the word, a waiters
+	 * mark, costs the next release one system call and no more.)
+	 */
 	void (*handed)(struct syncmem__acq *a);
-	/* Giving up (timeout, cancel, error): undo what try() announced. */
-	void (*abandon)(struct syncmem__acq *a);
 	/* Return an object taken but not delivered (an async call that failed). */
 	void (*give_back)(struct syncmem_region *r, struct syncmem__acq *a);
 };

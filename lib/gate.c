@@ -104,12 +104,6 @@ static void gate_handed(struct syncmem__acq *a)
 	(void)__atomic_load_n(&((struct syncmem_gate *)a->obj)->word, __ATOMIC_ACQUIRE);
 }
 
-/* A waiters bit left set costs the next signal one system call; no more. */
-static void gate_abandon(struct syncmem__acq *a)
-{
-	(void)a;
-}
-
 static void gate_give_back(struct syncmem_region *r, struct syncmem__acq *a)
 {
 	syncmem_gate_signal(r, a->obj);
@@ -118,7 +112,6 @@ static void gate_give_back(struct syncmem_region *r, struct syncmem__acq *a)
 static const struct syncmem__acq_ops gate_ops = {
 	.try = gate_try,
 	.handed = gate_handed,
-	.abandon = gate_abandon,
 	.give_back = gate_give_back,
 };
 

@@ -15,6 +15,7 @@
 static uint64_t my_id(void)
 {
 	uint64_t id = syncmem__process_owner_cached();
+	int64_t got;
 	int fd;
 
 	if (id)
@@ -22,9 +23,9 @@ static uint64_t my_id(void)
 	fd = syncmem__device_open();
 	if (fd < 0)
 		return 0;
-	id = syncmem__process_owner(fd) > 0 ? syncmem__process_owner_cached() : 0;
+	got = syncmem__process_owner(fd);
 	close(fd);
-	return id;
+	return got > 0 ? (uint64_t)got : 0;
 }
 
 /* Did the builder @id die? Never for 0 (unknown) or a kernel that cannot say. */

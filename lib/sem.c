@@ -91,12 +91,6 @@ static void sem_handed(struct syncmem__acq *a)
 	(void)__atomic_load_n(&((struct syncmem_sem *)a->obj)->word, __ATOMIC_ACQUIRE);
 }
 
-/* Nothing to undo: a mark left set is cleared by the next post(). */
-static void sem_abandon(struct syncmem__acq *a)
-{
-	(void)a;
-}
-
 static void sem_give_back(struct syncmem_region *r, struct syncmem__acq *a)
 {
 	syncmem_sem_post(r, a->obj);
@@ -105,7 +99,6 @@ static void sem_give_back(struct syncmem_region *r, struct syncmem__acq *a)
 static const struct syncmem__acq_ops sem_ops = {
 	.try = sem_try,
 	.handed = sem_handed,
-	.abandon = sem_abandon,
 	.give_back = sem_give_back,
 };
 
