@@ -395,7 +395,7 @@ int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_lock *l, void (*fn)(void *arg), void *arg);
 
-/* ---- Gate: the lock model's Lock(OPEN | CLOSED) with wait and signal ----- */
+/* ---- Gate: Lock(OPEN | CLOSED) with wait and signal, FIFO hand-off ------- */
 
 /*
  * A gate in shared memory (64 bytes): wait() passes an open gate and closes
