@@ -188,7 +188,7 @@ int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 /* ---- Lock-free fixed-size block allocator in shared memory --------------- */
 
 #define SYNCMEM_POOL_MAGIC	0x4c4f4f50u	/* "POOL" */
-#define SYNCMEM_POOL_VERSION	1u
+#define SYNCMEM_POOL_VERSION	2u
 #define SYNCMEM_POOL_ALIGN	64u		/* header, metadata and blocks */
 #define SYNCMEM_POOL_MAX_BLOCK	(16u << 20)	/* largest block_size */
 #define SYNCMEM_POOL_SHARDS	8		/* free lists, one per CPU group */
@@ -208,7 +208,7 @@ struct syncmem_pool_header {
 	uint32_t block_size;	/* stride: the requested size rounded up to 64 */
 	uint32_t nblocks;
 	uint32_t requested_size;
-	uint32_t meta_off;	/* one 32-bit link word per block */
+	uint32_t meta_off;	/* one 64-bit word per block: holder or link */
 	uint32_t blocks_off;	/* block 0 */
 	uint64_t footprint;	/* bytes the pool spans */
 	uint32_t block_shift;	/* log2(block_size) if a power of two, else 0 */
@@ -297,6 +297,61 @@ int syncmem_pool_free(struct syncmem_pool *p, uint32_t off);
 /* Offset <-> address in this process's mapping; NULL / 0 when outside. */
 void *syncmem_pool_ptr(struct syncmem_pool *p, uint32_t off);
 uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
+
+/*
+ * Who holds a block. Every allocation records the allocating process (its
+ * owner id from the kernel) in the block's word in the pool, so that the
+ * blocks of a process that died can be freed by the survivors; a block
+ * handed to another process changes holder with syncmem_pool_give() and
+ * syncmem_pool_take(). A process that cannot reach /dev/syncmem records
+ * no holder (0): its blocks are never reclaimed.
+ *
+ * SYNCMEM_POOL_ANYONE: a block in transit, given to whichever process
+ * takes it next (a message put in a queue). Never reclaimed: take it
+ * before removing it from the queue, so that a receiver's death leaves it
+ * either in the queue or held by the dead receiver.
+ */
+#define SYNCMEM_POOL_ANYONE	((1ULL << 62) - 3)
+
+/* This process's id as pools record it: 0, or -ENODEV when the kernel gave none. */
+int syncmem_pool_self_id(uint64_t *id);
+
+/*
+ * Hand block @off, held by this process, to the process with id @to (its
+ * syncmem_pool_self_id()), or to SYNCMEM_POOL_ANYONE. Errors: -EPERM (held
+ * by another process, or in transit), -EALREADY (free), -EINVAL (not a
+ * block, or @to 0 or above SYNCMEM_POOL_ANYONE), -EBADF (read-only),
+ * -EUCLEAN (a corrupted word). Release: the taker sees what the giver
+ * wrote into the block.
+ */
+int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to);
+
+/*
+ * Become the holder of block @off, given to SYNCMEM_POOL_ANYONE (or to
+ * this process: then nothing changes). Of racing takers one succeeds.
+ * Errors: -EBUSY (held by another process), -EALREADY (free), -EINVAL,
+ * -EBADF, -EUCLEAN as syncmem_pool_give().
+ */
+int syncmem_pool_take(struct syncmem_pool *p, uint32_t off);
+
+/*
+ * The holder recorded for block @off in *@holder: an owner id,
+ * SYNCMEM_POOL_ANYONE, or 0 (none recorded). -EALREADY for a free block,
+ * -EINVAL for an offset that is not a block, -EUCLEAN. Works on read-only
+ * memory.
+ */
+int syncmem_pool_holder(const struct syncmem_pool *p, uint32_t off, uint64_t *holder);
+
+/*
+ * Free every block whose holder died (or exec'd another program): the
+ * number freed, or -EBADF (read-only), -ENODEV (no module to ask), an
+ * error of the kernel's (-EMFILE...), -EUCLEAN. It asks the kernel about
+ * each distinct holder once (one system call each, mostly) and scans the
+ * pool's words once: O(nblocks). Safe to run at any time, by any number of
+ * processes at once, while others allocate, free, give and take: a block
+ * whose word changed after it was read is left alone.
+ */
+int syncmem_pool_reclaim(struct syncmem_pool *p);
 
 /*
  * Free blocks: exact when no alloc or free is in flight. It scans the

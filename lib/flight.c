@@ -176,7 +176,8 @@ static int flight_start_locked(struct flight_call *c, const void *key, size_t le
 	struct keytab_entry *e;
 	struct flight *fl;
 	uint32_t block;
-	int err = syncmem_pool_alloc_checked(&c->pool, &block);
+	/* The table's block, not this process's: no reclaim frees it under the entry. */
+	int err = syncmem__pool_alloc_unheld(&c->pool, &block);
 
 	if (err)
 		return err;

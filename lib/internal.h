@@ -184,6 +184,13 @@ int64_t syncmem__owner_slow(int fd);
 int64_t syncmem__process_owner(int fd);
 /* This process's owner id if it has fetched one, else 0. */
 uint64_t syncmem__process_owner_cached(void);
+/*
+ * This process's owner id, through a handle of its own when none is at
+ * hand; 0 when the kernel cannot give one (no module, no fd left).
+ */
+uint64_t syncmem__process_owner_any(void);
+/* Is owner id @id alive (SYNCMEM_OWNER_QUERY through @fd): 1, 0, or -errno. */
+int syncmem__owner_alive(int fd, uint64_t id);
 
 /* Does the caller (this thread, or this process for an async acquisition) hold @l? */
 bool syncmem__lock_held(const struct syncmem_lock *l);

@@ -1,48 +1,59 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * A lock-free fixed-size block allocator living in shared memory (the seed's
- * LocklessFixedAllocator, with ABA, double frees and foreign offsets dealt
- * with).
+ * A lock-free fixed-size block allocator living in shared memory, with ABA,
+ * double frees, foreign offsets and dead holders dealt with.
  *
  * Layout, all offsets from the pool start (never pointers, so any process
  * may map the memory at any address):
  *
  *   0      struct syncmem_pool_header (576 bytes: identity, then 8 list heads)
- *   576    uint32_t link[nblocks], 64-aligned end
+ *   576    uint64_t word[nblocks], 64-aligned end
  *   ...    the blocks, each block_size bytes (a multiple of 64)
  *
  * Free blocks sit on SYNCMEM_POOL_SHARDS Treiber stacks. Each head is one
  * 64-bit word on its own cache line: the high 32 bits hold the index + 1 of
  * the first free block (0: empty), the low 32 bits a tag that every
  * successful push and pop increments. Block i belongs to stack
- * i >> shard_shift (contiguous ranges, so neighbouring links share a list)
+ * i >> shard_shift (contiguous ranges, so neighbouring words share a list)
  * and is always freed back onto it; alloc() pops from its thread's stack
  * first (spread round-robin) and tries the others when that one is empty.
  * Threads thus rarely touch the same line.
  *
- * A block's link word is BLOCK_USED while it is allocated; while it is free
- * it holds the index + 1 of the next free block on its stack (0: last). The
- * links live outside the blocks, so a block's owner cannot corrupt a list
- * by writing its block, and an 8-byte block is fine.
+ * A block's word says who holds it. While it is allocated: BLOCK_USED
+ * (the top bit) | the holder's owner id (the process the kernel issued it
+ * to; SYNCMEM_POOL_ANYONE while in transit; 0 when the allocating process
+ * could not get an id). While it is free: the index + 1 of the next free
+ * block on its stack (0: last), top bit clear. The words live outside the
+ * blocks, so a block's holder cannot corrupt a list by writing its block,
+ * and an 8-byte block is fine. Every change of hands (alloc, free, give,
+ * take, reclaim) is one store or CAS of that one word, so a block is
+ * always either free, or held by exactly one recorded holder.
  *
- * Why ABA cannot hit (the seed's version can): a popper reads head = {A, t}
- * and link(A) = B, then stalls. Others pop A, pop B and push A back: the
- * head is {A, t + 3}. The stalled popper's CAS expects {A, t} and fails, so
- * it never installs the stale B. A false success needs the tag to wrap: 2^32
+ * Why ABA cannot hit the lists: a popper reads head = {A, t} and
+ * word(A) = B, then stalls. Others pop A, pop B and push A back: the head
+ * is {A, t + 3}. The stalled popper's CAS expects {A, t} and fails, so it
+ * never installs the stale B. A false success needs the tag to wrap: 2^32
  * successful operations on one stack while one thread sits between its load
  * and its CAS.
  *
- * Double frees: free() claims the block by moving its link from BLOCK_USED
- * to a list link with one CAS, before pushing. Of two racing frees exactly
+ * Double frees: free() claims the block by moving its word from "held" to
+ * a list link with one CAS, before pushing. Of two racing frees exactly
  * one wins and the other gets -EALREADY; the list is never touched twice for
  * one block. A process killed between the claim and the push leaks that
- * block (not USED, not in a list): it never corrupts a list.
+ * block (not held, not in a list): it never corrupts a list.
+ *
+ * Dead holders: syncmem_pool_reclaim() asks the kernel whether each
+ * recorded holder is alive (SYNCMEM_OWNER_QUERY) and frees the blocks of
+ * the dead with the same CAS from the exact word it read, so a block that
+ * changed hands meanwhile is left alone. A dead holder's word can no
+ * longer change but by that CAS: only its holder gives a block away, and
+ * ids are never reused.
  *
  * Hostile peers: any process mapping the pool may write anything into it at
  * any moment. Each process therefore keeps the geometry it validated when
  * it built or attached the pool in its private handle (struct
  * syncmem_pool, pool.h) and never reads it from the shared header again;
- * every index + 1 it reads from shared memory (list tops, links) is checked
+ * every index + 1 it reads from shared memory (list tops, words) is checked
  * against the handle's block count before it is used, and every CAS loop
  * gives up after SYNCMEM__RETRY_MAX failures. A value the library never
  * writes is reported as -EUCLEAN. Whatever a peer writes, calls stay inside
@@ -63,7 +74,14 @@
 #include "pool.h"
 #include "ready.h"
 
-#define BLOCK_USED		0xffffffffu	/* link of an allocated block */
+#include <linux/syncmem.h>
+
+#define BLOCK_USED		(1ULL << 63)	/* in the word of an allocated block */
+#define BLOCK_HOLDER		SYNCMEM_OWNER_ID	/* its holder's id, in that word */
+
+_Static_assert(SYNCMEM_POOL_ANYONE == SYNCMEM_OWNER_NOBODY,
+	       "in transit: an id the kernel counts as alive, never reclaimed");
+_Static_assert(!(BLOCK_USED & BLOCK_HOLDER), "holder ids below the used bit");
 
 _Static_assert(sizeof(struct syncmem_pool_header) == 64 * (1 + SYNCMEM_POOL_SHARDS),
 	       "pool header layout");
@@ -105,7 +123,7 @@ static int pool_geometry(uint32_t block_size, uint32_t nblocks, struct pool_geom
 	g->block_size = stride;
 	g->nblocks = nblocks;
 	g->blocks_off = (uint32_t)align64(sizeof(struct syncmem_pool_header) +
-					  (uint64_t)nblocks * sizeof(uint32_t));
+					  (uint64_t)nblocks * sizeof(uint64_t));
 	g->footprint = g->blocks_off + (uint64_t)nblocks * stride;
 	/* Every offset alloc() returns must fit in 32 bits. */
 	if (g->footprint > UINT32_MAX)
@@ -123,10 +141,10 @@ size_t syncmem_pool_footprint(uint32_t block_size, uint32_t nblocks)
 	return pool_geometry(block_size, nblocks, &g) ? 0 : (size_t)g.footprint;
 }
 
-/* The links always follow the header. */
-static inline uint32_t *pool_links(const struct syncmem_pool *p)
+/* The block words always follow the header. */
+static inline uint64_t *pool_words(const struct syncmem_pool *p)
 {
-	return (uint32_t *)(p->hdr + 1);
+	return (uint64_t *)(p->hdr + 1);
 }
 
 /* A handle on @h with geometry @g. */
@@ -160,7 +178,7 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
 	struct syncmem_pool_header *h = mem;
 	struct syncmem_pool p;
 	struct pool_geom g;
-	uint32_t *link;
+	uint64_t *word;
 	int err;
 
 	if (!out)
@@ -197,7 +215,7 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
 	h->shard_shift = g.shard_shift;
 	h->reserved0 = 0;
 	/* Stack s holds blocks [s << shift, (s + 1) << shift), in order. */
-	link = pool_links(&p);
+	word = pool_words(&p);
 	for (uint32_t s = 0; s < SYNCMEM_POOL_SHARDS; s++) {
 		uint64_t first = (uint64_t)s << g.shard_shift;
 		uint64_t end = (uint64_t)(s + 1) << g.shard_shift;
@@ -205,7 +223,7 @@ int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nbloc
 		if (end > nblocks)
 			end = nblocks;
 		for (uint64_t i = first; i < end; i++)
-			link[i] = i + 1 < end ? (uint32_t)i + 2 : 0;
+			word[i] = i + 1 < end ? i + 2 : 0;
 		h->shard[s].head = first < end ? (first + 1) << 32 : 0;	/* tag 0 */
 		memset(h->shard[s].reserved, 0, sizeof(h->shard[s].reserved));
 	}
@@ -296,28 +314,51 @@ static inline uint64_t next_head(uint64_t head, uint64_t top_shifted)
 static __thread unsigned int my_stack __attribute__((tls_model("initial-exec"))) = ~0u;
 static unsigned int next_pick;
 
-/* A forked child picks again: it should not share its parent's stack. */
-static void forget_stack(void)
+/*
+ * What this process's allocations write into a block's word: BLOCK_USED |
+ * its owner id (0 when the kernel gave none: such blocks are never
+ * reclaimed). 0 until the process's first allocation asks the kernel, and
+ * again in a forked child, which is another holder.
+ */
+static uint64_t my_mark;
+
+static void forget_after_fork(void)
 {
 	my_stack = ~0u;
+	__atomic_store_n(&my_mark, 0, __ATOMIC_RELAXED);
 }
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void register_fork_handler(void)
 {
-	pthread_atfork(NULL, NULL, forget_stack);
+	pthread_atfork(NULL, NULL, forget_after_fork);
 }
 
 static unsigned int pick_stack(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	unsigned int n = __atomic_fetch_add(&next_pick, 1, __ATOMIC_RELAXED);
 
-	pthread_once(&once, register_fork_handler);
+	pthread_once(&fork_once, register_fork_handler);
 	my_stack = ((unsigned int)getpid() + n) % SYNCMEM_POOL_SHARDS;
 	return my_stack;
 }
 
-/* A list top or link out of bounds: read-only memory, or a corrupted pool. */
+/* This process's mark; the first call asks the kernel for its id. */
+static uint64_t process_mark(void)
+{
+	uint64_t mark = __atomic_load_n(&my_mark, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(mark != 0, 1))
+		return mark;
+	pthread_once(&fork_once, register_fork_handler);
+	/* Racing threads of one process store the same value. */
+	mark = BLOCK_USED | syncmem__process_owner_any();
+	__atomic_store_n(&my_mark, mark, __ATOMIC_RELAXED);
+	return mark;
+}
+
+/* A list top or word out of bounds: read-only memory, or a corrupted pool. */
 static __attribute__((noinline, cold)) int pool_bad(const struct syncmem_pool *p)
 {
 	return p->rdonly ? -EBADF : -EUCLEAN;
@@ -330,9 +371,9 @@ static __attribute__((noinline, cold)) int pool_bad(const struct syncmem_pool *p
 static int64_t pop(const struct syncmem_pool *p, unsigned int s)
 {
 	uint64_t *headp = &p->hdr->shard[s].head;
-	uint32_t *link = pool_links(p);
-	uint32_t top, next, failed = 0;
-	uint64_t head;
+	uint64_t *word = pool_words(p);
+	uint64_t head, next;
+	uint32_t top, failed = 0;
 
 	/*
 	 * Acquire pairs with the release CAS of the push that put this head
@@ -346,30 +387,30 @@ static int64_t pop(const struct syncmem_pool *p, unsigned int s)
 		if (top > p->top_max)
 			return pool_bad(p);
 		/*
-		 * Possibly stale (even BLOCK_USED) if the block moved
+		 * Possibly stale (even a holder's) if the block moved
 		 * meanwhile; the tag then fails the CAS.
 		 */
-		next = __atomic_load_n(&link[top - 1], __ATOMIC_RELAXED);
+		next = __atomic_load_n(&word[top - 1], __ATOMIC_RELAXED);
 		if (next > p->top_max) {
 			/*
-			 * BLOCK_USED: the block was popped since we read the
-			 * head; look again (acquire, as above). Any other
-			 * value is never written by this library.
+			 * Held: the block was popped since we read the head;
+			 * look again (acquire, as above). Any other value is
+			 * never written by this library.
 			 */
-			if (next != BLOCK_USED || ++failed > SYNCMEM__RETRY_MAX)
+			if (!(next & BLOCK_USED) || syncmem__too_many(&failed))
 				return pool_bad(p);
 			head = __atomic_load_n(headp, __ATOMIC_ACQUIRE);
 			continue;
 		}
 		/*
-		 * Success acquires the previous owner's writes to the block
+		 * Success acquires the previous holder's writes to the block
 		 * (released by its free's push); failure reloads head with
 		 * acquire for the next round.
 		 */
-		if (__atomic_compare_exchange_n(headp, &head, next_head(head, (uint64_t)next << 32),
+		if (__atomic_compare_exchange_n(headp, &head, next_head(head, next << 32),
 						true, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
 			return top;
-		if (++failed > SYNCMEM__RETRY_MAX)
+		if (syncmem__too_many(&failed))
 			return pool_bad(p);
 	}
 }
@@ -384,19 +425,12 @@ static inline uint64_t alloc_error(int err)
 	return (uint64_t)(uint32_t)-err << 32;
 }
 
-/* Block @got (index + 1, in bounds) popped: mark it used, give its offset. */
-static uint64_t take(const struct syncmem_pool *p, uint32_t got)
-{
-	/* The block is ours alone now. */
-	__atomic_store_n(&pool_links(p)[got - 1], BLOCK_USED, __ATOMIC_RELAXED);
-	return p->g.blocks_off + (got - 1) * p->g.block_size;
-}
-
 /*
- * Allocate from stack @s, else from the others in turn: with retries,
- * bounds and read-only memory, everything but the fast path's single pop.
+ * Allocate from stack @s, else from the others in turn, recording @mark:
+ * with retries, bounds and read-only memory, everything but the fast
+ * path's single pop.
  */
-static uint64_t alloc_slow(const struct syncmem_pool *p, unsigned int s)
+static uint64_t alloc_slow(const struct syncmem_pool *p, unsigned int s, uint64_t mark)
 {
 	int64_t got;
 
@@ -407,20 +441,17 @@ static uint64_t alloc_slow(const struct syncmem_pool *p, unsigned int s)
 		got = pop(p, (s + k) % SYNCMEM_POOL_SHARDS);
 	if (got <= 0)
 		return alloc_error(got ? (int)got : -ENOMEM);
-	return take(p, (uint32_t)got);
+	/* The block is ours alone now. */
+	__atomic_store_n(&pool_words(p)[got - 1], mark, __ATOMIC_RELAXED);
+	return p->g.blocks_off + (uint32_t)(got - 1) * p->g.block_size;
 }
 
 /* The fast path's way out: the same result, as a tail call can return it. */
-static __attribute__((noinline)) uint32_t alloc_retry(const struct syncmem_pool *p,
-						      unsigned int s)
+static __attribute__((noinline, cold)) uint32_t alloc_retry(const struct syncmem_pool *p)
 {
-	return (uint32_t)alloc_slow(p, s);
-}
+	unsigned int s = my_stack;
 
-/* The first allocation of a thread: pick its stack, then allocate. */
-static __attribute__((noinline, cold)) uint32_t alloc_first(const struct syncmem_pool *p)
-{
-	return alloc_retry(p, pick_stack());
+	return (uint32_t)alloc_slow(p, s == ~0u ? pick_stack() : s, process_mark());
 }
 
 /*
@@ -430,37 +461,40 @@ static __attribute__((noinline, cold)) uint32_t alloc_first(const struct syncmem
 uint32_t syncmem_pool_alloc(struct syncmem_pool *p)
 {
 	unsigned int s = my_stack;
+	uint64_t mark = __atomic_load_n(&my_mark, __ATOMIC_RELAXED);
 	struct syncmem_pool_header *h;
-	uint32_t *link, top, next, max;
-	uint64_t *headp, head;
+	uint64_t *word, *headp, head, next;
+	uint32_t top, max;
 
-	if (__builtin_expect(s == ~0u, 0))
-		return alloc_first(p);
+	/* The thread's first allocation, or the process's. */
+	if (__builtin_expect(s == ~0u || !mark, 0))
+		return alloc_retry(p);
 	h = p->hdr;
 	max = p->top_max;
-	link = (uint32_t *)(h + 1);
+	word = (uint64_t *)(h + 1);
 	headp = &h->shard[s].head;
 	/* Acquire: as in pop(). */
 	head = __atomic_load_n(headp, __ATOMIC_ACQUIRE);
 	top = head_top(head);
 	/* One compare: an empty stack (top 0 wraps) or a top out of bounds. */
 	if (__builtin_expect(top - 1 >= max, 0))
-		return alloc_retry(p, s);
-	next = __atomic_load_n(&link[top - 1], __ATOMIC_RELAXED);
+		return alloc_retry(p);
+	next = __atomic_load_n(&word[top - 1], __ATOMIC_RELAXED);
 	if (__builtin_expect(next > max, 0))
-		return alloc_retry(p, s);
+		return alloc_retry(p);
 	/* Acquire on success: as in pop(). */
 	if (__builtin_expect(!__atomic_compare_exchange_n(headp, &head,
-							  next_head(head, (uint64_t)next << 32),
+							  next_head(head, next << 32),
 							  false, __ATOMIC_ACQUIRE,
 							  __ATOMIC_RELAXED), 0))
-		return alloc_retry(p, s);
+		return alloc_retry(p);
 	/* The block is ours alone now. */
-	__atomic_store_n(&link[top - 1], BLOCK_USED, __ATOMIC_RELAXED);
+	__atomic_store_n(&word[top - 1], mark, __ATOMIC_RELAXED);
 	return p->g.blocks_off + (top - 1) * p->g.block_size;
 }
 
-int syncmem_pool_alloc_checked(struct syncmem_pool *p, uint32_t *off)
+/* Allocate a block recorded as held by @mark: 0 or -errno, the offset in *@off. */
+static int alloc_marked(struct syncmem_pool *p, uint64_t mark, uint32_t *off)
 {
 	unsigned int s = my_stack;
 	uint64_t ret;
@@ -470,14 +504,23 @@ int syncmem_pool_alloc_checked(struct syncmem_pool *p, uint32_t *off)
 	*off = 0;
 	if (!p)
 		return -EINVAL;
-	ret = alloc_slow(p, s == ~0u ? pick_stack() : s);
+	ret = alloc_slow(p, s == ~0u ? pick_stack() : s, mark);
 	*off = (uint32_t)ret;
 	return -(int)(ret >> 32);
 }
 
+int syncmem_pool_alloc_checked(struct syncmem_pool *p, uint32_t *off)
+{
+	return alloc_marked(p, process_mark(), off);
+}
+
+int syncmem__pool_alloc_unheld(struct syncmem_pool *p, uint32_t *off)
+{
+	return alloc_marked(p, BLOCK_USED | SYNCMEM_POOL_ANYONE, off);
+}
+
 /* An offset outside the blocks: not a block, or read-only memory. */
-static __attribute__((noinline, cold)) int free_outside(const struct syncmem_pool *p,
-							 uint32_t off)
+static __attribute__((noinline, cold)) int outside(const struct syncmem_pool *p, uint32_t off)
 {
 	if (p->rdonly && off - p->g.blocks_off < p->g.blocks_len)
 		return -EBADF;
@@ -485,51 +528,240 @@ static __attribute__((noinline, cold)) int free_outside(const struct syncmem_poo
 }
 
 /*
- * The block's link was @link, not BLOCK_USED: the block is free already
- * (its link an index + 1 in bounds), or the pool is corrupted.
+ * The index of block @off, or -EINVAL for an offset that is not exactly a
+ * block below blocks_off + @len (-EBADF for a block of read-only memory
+ * when @len is free_len, which is then 0).
  */
-static __attribute__((noinline, cold)) int free_refused(const struct syncmem_pool *p,
-							 uint32_t link)
+static inline int64_t block_index(const struct syncmem_pool *p, uint32_t off, uint32_t len)
 {
-	return link > p->top_max ? pool_bad(p) : -EALREADY;
-}
+	uint32_t rel = off - p->g.blocks_off;	/* wraps when off < blocks_off */
+	uint32_t i;
 
-int syncmem_pool_free(struct syncmem_pool *p, uint32_t off)
-{
-	uint32_t *link, rel, i, used = BLOCK_USED, failed = 0;
-	uint64_t *headp, head;
-
-	rel = off - p->g.blocks_off;	/* wraps when off < blocks_off */
-	if (rel >= p->free_len)
-		return free_outside(p, off);
+	if (rel >= len)
+		return outside(p, off);
 	i = __builtin_expect(p->g.block_shift != 0, 1) ? rel >> p->g.block_shift :
 							 rel / p->g.block_size;
 	if (i * p->g.block_size != rel)
 		return -EINVAL;
+	return i;
+}
 
-	link = pool_links(p);
-	headp = &p->hdr->shard[i >> p->g.shard_shift].head;
+/*
+ * The block's word was @w, not held: the block is free already (its word
+ * an index + 1 in bounds), or the pool is corrupted.
+ */
+static __attribute__((noinline, cold)) int not_held(const struct syncmem_pool *p, uint64_t w)
+{
+	return w > p->top_max ? pool_bad(p) : -EALREADY;
+}
+
+/*
+ * Push block @i onto its stack, whose head was @head: the block is claimed
+ * (its word no longer held) and already links to @head's top.
+ */
+static int push_claimed(const struct syncmem_pool *p, uint32_t i, uint64_t *headp, uint64_t head)
+{
+	uint32_t failed = 0;
+
 	/*
-	 * The top is only copied into our link, never used as an index here:
-	 * a pop that meets it out of bounds reports the corruption.
-	 */
-	head = __atomic_load_n(headp, __ATOMIC_RELAXED);
-	/* Claim the block (one winner among racing frees) and link it in one go. */
-	if (!__atomic_compare_exchange_n(&link[i], &used, head_top(head), false,
-					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		return free_refused(p, used);
-	/*
-	 * Release publishes the link and everything the owner wrote into the
+	 * Release publishes the link and everything the holder wrote into the
 	 * block to the next popper (its acquire).
 	 */
 	while (!__atomic_compare_exchange_n(headp, &head, next_head(head, (uint64_t)(i + 1) << 32),
 					    true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
 		/* Lost too often: give up (the claimed block is lost). */
-		if (++failed > SYNCMEM__RETRY_MAX)
+		if (syncmem__too_many(&failed))
 			return pool_bad(p);
-		__atomic_store_n(&link[i], head_top(head), __ATOMIC_RELAXED);
+		__atomic_store_n(&pool_words(p)[i], head_top(head), __ATOMIC_RELAXED);
 	}
 	return 0;
+}
+
+int syncmem_pool_free(struct syncmem_pool *p, uint32_t off)
+{
+	int64_t i = block_index(p, off, p->free_len);
+	uint64_t *word, *headp, head, w;
+	uint32_t failed = 0;
+
+	if (i < 0)
+		return (int)i;
+	word = &pool_words(p)[i];
+	headp = &p->hdr->shard[i >> p->g.shard_shift].head;
+	w = __atomic_load_n(word, __ATOMIC_RELAXED);
+	/*
+	 * The top is only copied into our word, never used as an index here:
+	 * a pop that meets it out of bounds reports the corruption.
+	 */
+	head = __atomic_load_n(headp, __ATOMIC_RELAXED);
+	/*
+	 * Claim the block from whoever holds it (one winner among racing
+	 * frees) and link it in one go; a give or take meanwhile changes @w.
+	 */
+	do {
+		if (!(w & BLOCK_USED))
+			return not_held(p, w);
+	} while (!__atomic_compare_exchange_n(word, &w, head_top(head), false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
+		 !syncmem__too_many(&failed));
+	if (failed > SYNCMEM__RETRY_MAX)
+		return pool_bad(p);
+	return push_claimed(p, (uint32_t)i, headp, head);
+}
+
+int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to)
+{
+	uint64_t *word, me, w;
+	int64_t i;
+
+	if (!p)
+		return -EINVAL;
+	i = block_index(p, off, p->free_len);
+	if (i < 0)
+		return (int)i;
+	if (!to || to > SYNCMEM_POOL_ANYONE)	/* the kernel's ids are below */
+		return -EINVAL;
+	me = process_mark();
+	word = &pool_words(p)[i];
+	w = __atomic_load_n(word, __ATOMIC_RELAXED);
+	/* Only its holder gives a block away (anyone, when none is recorded). */
+	if (!(w & BLOCK_USED))
+		return not_held(p, w);
+	if (w != me && w != BLOCK_USED)
+		return -EPERM;
+	/* Release: the receiver that takes it (acquire) sees what we wrote. */
+	if (!__atomic_compare_exchange_n(word, &w, BLOCK_USED | to, false, __ATOMIC_RELEASE,
+					 __ATOMIC_RELAXED))
+		return (w & BLOCK_USED) ? -EPERM : not_held(p, w);
+	return 0;
+}
+
+int syncmem_pool_take(struct syncmem_pool *p, uint32_t off)
+{
+	uint64_t *word, me, w;
+	int64_t i;
+
+	if (!p)
+		return -EINVAL;
+	i = block_index(p, off, p->free_len);
+	if (i < 0)
+		return (int)i;
+	me = process_mark();
+	word = &pool_words(p)[i];
+	w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	if (!(w & BLOCK_USED))
+		return not_held(p, w);
+	if (w == me)
+		return 0;	/* given to us by id: ours already */
+	if (w != (BLOCK_USED | SYNCMEM_POOL_ANYONE))
+		return -EBUSY;
+	/* Acquire pairs with the giver's release. Of racing takers one wins. */
+	if (!__atomic_compare_exchange_n(word, &w, me, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return (w & BLOCK_USED) ? -EBUSY : not_held(p, w);
+	return 0;
+}
+
+int syncmem_pool_holder(const struct syncmem_pool *p, uint32_t off, uint64_t *holder)
+{
+	int64_t i;
+	uint64_t w;
+
+	if (!holder)
+		return -EINVAL;
+	*holder = 0;
+	if (!p)
+		return -EINVAL;
+	i = block_index(p, off, p->g.blocks_len);
+	if (i < 0)
+		return (int)i;
+	w = __atomic_load_n(&pool_words(p)[i], __ATOMIC_RELAXED);
+	if (!(w & BLOCK_USED))
+		return w > p->g.nblocks ? -EUCLEAN : -EALREADY;
+	*holder = w & BLOCK_HOLDER;
+	return 0;
+}
+
+int syncmem_pool_self_id(uint64_t *id)
+{
+	uint64_t me;
+
+	if (!id)
+		return -EINVAL;
+	me = process_mark() & BLOCK_HOLDER;
+	*id = me;
+	return me ? 0 : -ENODEV;
+}
+
+/* Holders already asked about in one reclaim: most pools have few. */
+#define RECLAIM_SEEN	32
+
+struct holders_seen {
+	uint64_t id[RECLAIM_SEEN];
+	bool alive[RECLAIM_SEEN];
+	unsigned int n, next;
+};
+
+/* Is @id alive: 1, 0, or -errno from the kernel. Asks once per id (mostly). */
+static int holder_alive(struct holders_seen *seen, int fd, uint64_t id)
+{
+	unsigned int k;
+	int alive;
+
+	for (k = 0; k < seen->n; k++)
+		if (seen->id[k] == id)
+			return seen->alive[k];
+	alive = syncmem__owner_alive(fd, id);
+	if (alive < 0)
+		return alive;
+	/* Full: forget the oldest answer, round-robin. */
+	k = seen->n < RECLAIM_SEEN ? seen->n++ : seen->next++ % RECLAIM_SEEN;
+	seen->id[k] = id;
+	seen->alive[k] = alive;
+	return alive;
+}
+
+int syncmem_pool_reclaim(struct syncmem_pool *p)
+{
+	struct holders_seen seen = { .n = 0 };
+	uint64_t *word, me;
+	int fd, freed = 0, err = 0;
+
+	if (!p)
+		return -EINVAL;
+	if (p->rdonly)
+		return -EBADF;
+	fd = syncmem__device_open();
+	if (fd < 0)
+		return fd;
+	me = process_mark() & BLOCK_HOLDER;
+	word = pool_words(p);
+	for (uint32_t i = 0; i < p->g.nblocks && !err; i++) {
+		uint64_t w = __atomic_load_n(&word[i], __ATOMIC_RELAXED);
+		uint64_t h = w & BLOCK_HOLDER, *headp, head;
+		int alive;
+
+		/* Free, unrecorded, in transit or ours: not for reclaiming. */
+		if (!(w & BLOCK_USED) || !h || h == SYNCMEM_POOL_ANYONE || h == me)
+			continue;
+		alive = holder_alive(&seen, fd, h);
+		if (alive) {
+			err = alive < 0 ? alive : 0;
+			continue;
+		}
+		/*
+		 * Dead: nobody but this CAS changes @w now (ids are never
+		 * reused). Failing, it changed hands first (a free, or a
+		 * racing reclaim): not ours to free.
+		 */
+		headp = &p->hdr->shard[i >> p->g.shard_shift].head;
+		head = __atomic_load_n(headp, __ATOMIC_RELAXED);
+		if (!__atomic_compare_exchange_n(&word[i], &w, head_top(head), false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			continue;
+		err = push_claimed(p, i, headp, head);
+		freed += !err;
+	}
+	close(fd);
+	return err ? err : freed;
 }
 
 void *syncmem_pool_ptr(struct syncmem_pool *p, uint32_t off)
@@ -562,13 +794,13 @@ void *syncmem__pool_block(const struct syncmem_pool *p, uint32_t off, size_t len
 
 uint32_t syncmem_pool_free_count(const struct syncmem_pool *p)
 {
-	const uint32_t *link;
+	const uint64_t *word;
 	uint32_t n = 0;
 
 	if (!p)
 		return 0;
-	link = pool_links(p);
+	word = pool_words(p);
 	for (uint32_t i = 0; i < p->g.nblocks; i++)
-		n += __atomic_load_n(&link[i], __ATOMIC_RELAXED) != BLOCK_USED;
+		n += !(__atomic_load_n(&word[i], __ATOMIC_RELAXED) & BLOCK_USED);
 	return n;
 }

@@ -51,6 +51,13 @@ int syncmem__pool_attach_at(struct syncmem_pool *p, void *mem, size_t len, long 
 			    bool writable);
 
 /*
+ * Allocate a block that no process holds (recorded as SYNCMEM_POOL_ANYONE):
+ * for blocks a shared structure owns, which syncmem_pool_reclaim() must
+ * leave alone whoever allocated them. As syncmem_pool_alloc_checked().
+ */
+int syncmem__pool_alloc_unheld(struct syncmem_pool *p, uint32_t *off);
+
+/*
  * The block at @off, if @off is exactly a block of @p and @len bytes fit
  * in its requested size; else NULL.
  */

@@ -11,29 +11,10 @@
 #include "internal.h"
 #include "ready.h"
 
-/* This process's owner id, or 0 if the kernel cannot give one. */
-static uint64_t my_id(void)
-{
-	uint64_t id = syncmem__process_owner_cached();
-	int64_t got;
-	int fd;
-
-	if (id)
-		return id;
-	fd = syncmem__device_open();
-	if (fd < 0)
-		return 0;
-	got = syncmem__process_owner(fd);
-	close(fd);
-	return got > 0 ? (uint64_t)got : 0;
-}
-
 /* Did the builder @id die? Never for 0 (unknown) or a kernel that cannot say. */
 static bool builder_dead(int fd, uint64_t id)
 {
-	struct syncmem_owner q = { .id = id, .flags = SYNCMEM_OWNER_QUERY };
-
-	return id && fd >= 0 && syncmem__ioctl(fd, SYNCMEM_IOC_OWNER, &q) == 0;
+	return id && fd >= 0 && syncmem__owner_alive(fd, id) == 0;
 }
 
 int syncmem__ready_claim(uint32_t *state, uint64_t *builder)
@@ -44,7 +25,7 @@ int syncmem__ready_claim(uint32_t *state, uint64_t *builder)
 
 	if (!syncmem__writable(state))
 		return -EBADF;
-	me = my_id();
+	me = syncmem__process_owner_any();
 	if (__atomic_compare_exchange_n(state, &expected, SYNCMEM__INITIALISING, false,
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(builder, me, __ATOMIC_RELAXED);

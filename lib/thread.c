@@ -81,3 +81,26 @@ uint64_t syncmem__process_owner_cached(void)
 {
 	return __atomic_load_n(&process_owner, __ATOMIC_RELAXED);
 }
+
+uint64_t syncmem__process_owner_any(void)
+{
+	uint64_t id = syncmem__process_owner_cached();
+	int64_t got;
+	int fd;
+
+	if (id)
+		return id;
+	fd = syncmem__device_open();
+	if (fd < 0)
+		return 0;
+	got = syncmem__process_owner(fd);
+	close(fd);
+	return got > 0 ? (uint64_t)got : 0;
+}
+
+int syncmem__owner_alive(int fd, uint64_t id)
+{
+	struct syncmem_owner q = { .id = id, .flags = SYNCMEM_OWNER_QUERY };
+
+	return syncmem__ioctl(fd, SYNCMEM_IOC_OWNER, &q);
+}

@@ -249,6 +249,60 @@ TEST_F_TIMEOUT(flight, followers_of_a_killed_leader_get_eownerdead, 300)
 	close(p[1]);
 }
 
+/* The blocks of @p that are held, and how many of those are held by @holder. */
+static int held_blocks(struct syncmem_pool *p, uint64_t holder, int *by_holder)
+{
+	int held = 0;
+	uint64_t h;
+
+	*by_holder = 0;
+	/* Every 64-byte step: offsets that are not blocks are -EINVAL. */
+	for (uint32_t off = 0; off < syncmem_pool_footprint(BLOCK, NBLOCKS); off += 64) {
+		if (syncmem_pool_holder(p, off, &h))
+			continue;
+		held++;
+		*by_holder += h == holder;
+	}
+	return held;
+}
+
+/*
+ * The result block belongs to the flight, not to the leader's process: a
+ * reclaim after the leader died leaves it to the flight, which the next
+ * caller of the key cleans up.
+ */
+TEST_F_TIMEOUT(flight, reclaim_leaves_a_dead_leaders_result_block_to_the_flight, 300)
+{
+	struct fn_arg a = { self->r, self->sh };
+	char buf[BLOCK];
+	int p[2], anyone;
+	pid_t leader;
+
+	ASSERT_EQ(0, pipe(p));
+	self->sh->result_mode = MODE_HANG;
+	self->sh->expect_waiters = 0;
+	leader = fork();
+	ASSERT_LE(0, leader);
+	if (leader == 0)
+		_exit(caller(self->r, self->f, self->sh, 0, p[1]));
+	while (!atomic_load(&self->sh->leader_pid))
+		usleep(1000);
+	kill(leader, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(leader));
+	EXPECT_EQ(1, held_blocks(self->pool, SYNCMEM_POOL_ANYONE, &anyone));
+	EXPECT_EQ(1, anyone);
+	EXPECT_EQ(0, syncmem_pool_reclaim(self->pool));
+	EXPECT_EQ(NBLOCKS - 1, syncmem_pool_free_count(self->pool));
+	/* The next caller reaps the dead flight, runs its own, frees both blocks. */
+	self->sh->result_mode = MODE_OK;
+	EXPECT_LT(0, syncmem_flight_do(self->r, self->f, "key", 3, flight_fn, &a, buf,
+				       sizeof(buf)));
+	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
+	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+	close(p[0]);
+	close(p[1]);
+}
+
 /* A leader whose function starts another flight for each level of @depth. */
 struct nest {
 	struct syncmem_region *r;

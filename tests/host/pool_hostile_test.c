@@ -20,8 +20,8 @@
 #define BLOCK		64
 
 /* The geometry of a 16-block pool of 64-byte blocks, as built. */
-#define BLOCKS_OFF	(sizeof(struct syncmem_pool_header) + NBLOCKS * 4)
-#define LINKS(mem)	((uint32_t *)((char *)(mem) + sizeof(struct syncmem_pool_header)))
+#define BLOCKS_OFF	(sizeof(struct syncmem_pool_header) + NBLOCKS * 8)
+#define LINKS(mem)	((uint64_t *)((char *)(mem) + sizeof(struct syncmem_pool_header)))
 
 /* Is @off a block of the pool as it was built? */
 static bool is_block(uint32_t off)
@@ -53,7 +53,7 @@ static void links_out_of_bounds(struct syncmem_pool_header *h)
 static void links_marked_used(struct syncmem_pool_header *h)
 {
 	for (int s = 0; s < SYNCMEM_POOL_SHARDS; s++)
-		LINKS(h)[2 * s] = 0xffffffff;
+		LINKS(h)[2 * s] = 1ULL << 63;
 }
 
 static void blocks_moved(struct syncmem_pool_header *h)
@@ -259,6 +259,7 @@ static int read_only_victim(void *arg)
 	struct ro_arg *a = arg;
 	struct syncmem_pool *p;
 	uint32_t off = 1;
+	uint64_t holder = 1;
 
 	if (syncmem_pool_attach(a->ro, a->len, &p))
 		return 30;
@@ -271,6 +272,12 @@ static int read_only_victim(void *arg)
 		return 33;
 	if (syncmem_pool_free(p, 8) != -EINVAL)
 		return 34;
+	if (syncmem_pool_give(p, a->block, SYNCMEM_POOL_ANYONE) != -EBADF ||
+	    syncmem_pool_take(p, a->block) != -EBADF || syncmem_pool_reclaim(p) != -EBADF)
+		return 36;
+	/* Holders can be read: none recorded where no kernel gives ids. */
+	if (syncmem_pool_holder(p, a->block, &holder) || holder != 0)
+		return 37;
 	syncmem_pool_detach(p);
 	/* Building a pool there cannot work either. */
 	if (syncmem_pool_init(a->ro + a->len, a->len, BLOCK, NBLOCKS, &p) != -EBADF || p)
@@ -309,6 +316,7 @@ TEST(checked_alloc_reports_exhaustion_and_bad_arguments)
 	struct syncmem_pool *p;
 	uint32_t a, b, c = 1;
 	struct guarded g;
+	uint64_t id = 1;
 
 	ASSERT_EQ(0, guarded_map(len, &g));
 	ASSERT_EQ(0, syncmem_pool_init(g.mem, len, BLOCK, 2, &p));
@@ -321,6 +329,18 @@ TEST(checked_alloc_reports_exhaustion_and_bad_arguments)
 	c = 1;
 	EXPECT_EQ(-EINVAL, syncmem_pool_alloc_checked(NULL, &c));
 	EXPECT_EQ(0, c);
+	/* Without the module: no ids, nothing recorded, nothing to ask. */
+	EXPECT_EQ(-ENODEV, syncmem_pool_self_id(&id));
+	EXPECT_EQ(0, syncmem_pool_holder(p, a, &id));
+	EXPECT_EQ(0, id);
+	EXPECT_EQ(-ENODEV, syncmem_pool_reclaim(p));
+	/* Unrecorded blocks may be handed on by anyone. */
+	EXPECT_EQ(0, syncmem_pool_give(p, a, SYNCMEM_POOL_ANYONE));
+	EXPECT_EQ(0, syncmem_pool_holder(p, a, &id));
+	EXPECT_EQ(SYNCMEM_POOL_ANYONE, id);
+	EXPECT_EQ(0, syncmem_pool_take(p, a));
+	EXPECT_EQ(0, syncmem_pool_holder(p, a, &id));
+	EXPECT_EQ(0, id);
 	EXPECT_EQ(0, syncmem_pool_free(p, a));
 	EXPECT_EQ(0, syncmem_pool_free(p, b));
 	syncmem_pool_detach(p);
