@@ -307,9 +307,12 @@ uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
  * no holder (0): its blocks are never reclaimed.
  *
  * SYNCMEM_POOL_ANYONE: a block in transit, given to whichever process
- * takes it next (a message put in a queue). Never reclaimed: take it
- * before removing it from the queue, so that a receiver's death leaves it
- * either in the queue or held by the dead receiver.
+ * takes it next (a message put in a queue). Never reclaimed. So that no
+ * death loses a message's block: the sender puts the block in its queue,
+ * then gives it; the receiver takes it (-EBUSY: not given yet), then
+ * removes it from the queue. A death in between leaves the block held by
+ * the dead, and reclaimed; a receiver that then finds it free
+ * (-EALREADY) drops the stale entry.
  */
 #define SYNCMEM_POOL_ANYONE	((1ULL << 62) - 3)
 
@@ -327,10 +330,12 @@ int syncmem_pool_self_id(uint64_t *id);
 int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to);
 
 /*
- * Become the holder of block @off, given to SYNCMEM_POOL_ANYONE (or to
- * this process: then nothing changes). Of racing takers one succeeds.
- * Errors: -EBUSY (held by another process), -EALREADY (free), -EINVAL,
- * -EBADF, -EUCLEAN as syncmem_pool_give().
+ * Become the holder of block @off, given to SYNCMEM_POOL_ANYONE: 0. Of
+ * racing takers one succeeds. 1 when the block is this process's already
+ * (given to it by id, or its own: a queue entry naming a block that
+ * changed hands since is stale). Errors: -EBUSY (held by another process,
+ * or not given yet), -EALREADY (free), -EINVAL, -EBADF, -EUCLEAN as
+ * syncmem_pool_give().
  */
 int syncmem_pool_take(struct syncmem_pool *p, uint32_t off);
 

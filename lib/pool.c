@@ -651,7 +651,7 @@ int syncmem_pool_take(struct syncmem_pool *p, uint32_t off)
 	if (!(w & BLOCK_USED))
 		return not_held(p, w);
 	if (w == me)
-		return 0;	/* given to us by id: ours already */
+		return 1;	/* ours already: allocated by us, or given to us by id */
 	if (w != (BLOCK_USED | SYNCMEM_POOL_ANYONE))
 		return -EBUSY;
 	/* Acquire pairs with the giver's release. Of racing takers one wins. */

@@ -167,7 +167,7 @@ static void holder_child(struct syncmem_pool *p, int to_parent, int from_parent)
 	if (read(from_parent, &t, sizeof(t)) != sizeof(t))
 		_exit(3);
 	rep.take = syncmem_pool_take(p, t);
-	rep.take_again = syncmem_pool_take(p, t);
+	rep.take_again = syncmem_pool_take(p, t);	/* 1: ours already */
 	if (write(to_parent, &rep, sizeof(rep)) != sizeof(rep))
 		_exit(4);
 	pause();
@@ -214,7 +214,7 @@ TEST_F(pool, reclaim_frees_what_dead_holders_held_and_nothing_else)
 	EXPECT_EQ(-EALREADY, syncmem_pool_give(p, x, SYNCMEM_POOL_ANYONE));
 	EXPECT_EQ(-EALREADY, syncmem_pool_take(p, x));
 	EXPECT_EQ(-EALREADY, syncmem_pool_holder(p, x, &h));
-	EXPECT_EQ(0, syncmem_pool_take(p, mine));	/* ours already */
+	EXPECT_EQ(1, syncmem_pool_take(p, mine));	/* ours already */
 
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(down));
@@ -228,7 +228,7 @@ TEST_F(pool, reclaim_frees_what_dead_holders_held_and_nothing_else)
 	ASSERT_EQ(sizeof(in_transit), write(down[1], &in_transit, sizeof(in_transit)));
 	ASSERT_EQ(sizeof(rep), read(up[0], &rep, sizeof(rep)));
 	EXPECT_EQ(0, rep.take);
-	EXPECT_EQ(0, rep.take_again);
+	EXPECT_EQ(1, rep.take_again);
 	EXPECT_NE(me, rep.id);
 	/* The child holds it now. */
 	EXPECT_EQ(0, syncmem_pool_holder(p, in_transit, &h));

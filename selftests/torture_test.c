@@ -3,12 +3,14 @@
  * Kill torture: worker processes take locks (default, fair, blocking and
  * async, the write side of an rwlock, a held gate blocking and async) and
  * update two counters that are
- * only equal outside a critical section, while a killer SIGKILLs random
+ * only equal outside a critical section, and allocate, free and pass pool
+ * blocks to each other through a mailbox, while a killer SIGKILLs random
  * workers at random moments and starts new ones. Checked after every kill:
  * the survivors' objects can be taken within a second, a state left
- * half-updated is always reported (-EOWNERDEAD) and never afterwards, and
- * nothing is reported without a death. At the end the kernel's counters are
- * back to where they started.
+ * half-updated is always reported (-EOWNERDEAD) and never afterwards,
+ * nothing is reported without a death, and reclaiming the pool never takes
+ * a block from a live holder. At the end the pool reclaims to its full
+ * count and the kernel's counters are back to where they started.
  *
  * SYNCMEM_TORTURE_SECONDS sets the length (default 20); `make torture`
  * runs it for long.
@@ -28,6 +30,16 @@
 #define RW		3
 #define GATE		4
 #define NWORKERS	6
+#define NBLOCKS		48
+#define MAILBOX		8	/* blocks in transit between workers */
+#define HELD_MAX	4	/* blocks a worker holds at most */
+#define IN_TRANSIT	0xffffffffu	/* stamp of a block in the mailbox */
+
+/* What a holder writes into its block and checks before letting it go. */
+struct stamp {
+	_Atomic uint32_t pid;
+	_Atomic uint32_t seq;
+};
 
 struct guarded {
 	uint64_t a, b;		/* equal outside the critical section */
@@ -44,6 +56,13 @@ struct tshared {
 	_Atomic uint64_t sections;
 	_Atomic int last_error;
 	_Atomic uint64_t last_word;		/* the lock word it was met with */
+	/* The pool: a message is {tag << 32 | offset}, 0 an empty slot. */
+	_Atomic uint64_t mailbox[MAILBOX];
+	_Atomic uint64_t next_tag;
+	_Atomic uint32_t in_pool_call[NWORKERS];	/* set around each pool call */
+	_Atomic uint64_t bad_stamps;	/* a block changed under its holder */
+	_Atomic uint64_t blocks_moved;	/* allocations, frees, gives and takes */
+	uint8_t pool[] __attribute__((aligned(64)));
 };
 
 static uint32_t rnd(uint32_t *s)
@@ -129,15 +148,133 @@ static void async_locked(void *arg, int result)
 	c->done = 1;
 }
 
-static void worker(struct syncmem_region *r, struct tshared *sh, uint32_t seed)
+/* A worker's blocks, each with the stamp it wrote. */
+struct holding {
+	struct syncmem_pool *p;
+	_Atomic uint32_t *busy;		/* this worker's in_pool_call flag */
+	uint32_t off[HELD_MAX], seq[HELD_MAX], n, next_seq, pid;
+};
+
+static struct stamp *stamp_of(struct holding *h, uint32_t off)
+{
+	return syncmem_pool_ptr(h->p, off);
+}
+
+/* Did @off keep the stamp this holder wrote? */
+static bool stamp_kept(struct tshared *sh, struct holding *h, int k)
+{
+	struct stamp *st = stamp_of(h, h->off[k]);
+
+	if (atomic_load(&st->pid) == h->pid && atomic_load(&st->seq) == h->seq[k])
+		return true;
+	atomic_fetch_add(&sh->bad_stamps, 1);
+	return false;
+}
+
+static void hold(struct holding *h, uint32_t off)
+{
+	struct stamp *st = stamp_of(h, off);
+
+	h->seq[h->n] = ++h->next_seq;
+	atomic_store(&st->pid, h->pid);
+	atomic_store(&st->seq, h->seq[h->n]);
+	h->off[h->n++] = off;
+}
+
+/* Let go of block @k (freed or given away). */
+static uint32_t drop(struct holding *h, int k)
+{
+	uint32_t off = h->off[k];
+
+	h->off[k] = h->off[--h->n];
+	h->seq[k] = h->seq[h->n];
+	return off;
+}
+
+/* One pool step: allocate, free, put a block in the mailbox or take one out. */
+static void pool_step(struct tshared *sh, struct holding *h, uint32_t *s)
+{
+	int op = rnd(s) % 4, k = h->n ? (int)(rnd(s) % h->n) : 0, slot = rnd(s) % MAILBOX, ret;
+	uint64_t msg, tag;
+	uint32_t off;
+
+	atomic_store(h->busy, 1);
+	if (op == 0 && h->n < HELD_MAX) {
+		off = syncmem_pool_alloc(h->p);
+		if (off)
+			hold(h, off);
+	} else if (op == 1 && h->n) {
+		if (stamp_kept(sh, h, k)) {
+			off = drop(h, k);
+			ret = syncmem_pool_free(h->p, off);
+			if (ret)
+				error(sh, ret - 6000);
+		}
+	} else if (op == 2 && h->n && !atomic_load(&sh->mailbox[slot])) {
+		/*
+		 * Post, then give to anyone: a death in between leaves the
+		 * block held by the dead (reclaimed), never lost in transit.
+		 */
+		if (stamp_kept(sh, h, k)) {
+			off = h->off[k];
+			atomic_store(&stamp_of(h, off)->pid, IN_TRANSIT);
+			tag = atomic_fetch_add(&sh->next_tag, 1) + 1;
+			msg = tag << 32 | off;
+			if (atomic_compare_exchange_strong(&sh->mailbox[slot], &(uint64_t){ 0 },
+							   msg)) {
+				drop(h, k);
+				ret = syncmem_pool_give(h->p, off, SYNCMEM_POOL_ANYONE);
+				if (ret)
+					error(sh, ret - 7000);
+			} else {	/* the slot filled meanwhile: keep it */
+				atomic_store(&stamp_of(h, off)->pid, h->pid);
+			}
+		}
+	} else if (op == 3 && h->n < HELD_MAX && (msg = atomic_load(&sh->mailbox[slot]))) {
+		/*
+		 * Take before emptying the slot: a death in between leaves
+		 * the block held by the dead (reclaimed), never lost.
+		 */
+		off = (uint32_t)msg;
+		ret = syncmem_pool_take(h->p, off);
+		if (ret == 0) {
+			/*
+			 * Fails when @msg was stale (its block reclaimed, then
+			 * posted anew elsewhere): the block is ours all the same.
+			 */
+			atomic_compare_exchange_strong(&sh->mailbox[slot], &msg, 0);
+			if (atomic_load(&stamp_of(h, off)->pid) != IN_TRANSIT)
+				atomic_fetch_add(&sh->bad_stamps, 1);
+			hold(h, off);
+		} else if (ret == -EALREADY || ret == 1) {
+			/*
+			 * Stale: its sender or taker died before emptying the
+			 * slot and the block was reclaimed (free, or ours now).
+			 */
+			atomic_compare_exchange_strong(&sh->mailbox[slot], &msg, 0);
+		} else if (ret != -EBUSY) {	/* busy: not given yet, or being taken */
+			error(sh, ret - 9000);
+		}
+	}
+	atomic_store(h->busy, 0);
+	atomic_fetch_add(&sh->blocks_moved, 1);
+}
+
+static void worker(struct syncmem_region *r, struct tshared *sh, int w, uint32_t seed)
 {
 	struct syncmem_loop *loop = NULL;
+	struct holding h = { .busy = &sh->in_pool_call[w], .pid = (uint32_t)getpid() };
 	uint32_t s = seed | 1;
 
-	if (syncmem_loop_new(&loop))
+	if (syncmem_loop_new(&loop) || syncmem_pool_attach(sh->pool, NBLOCKS * 256, &h.p))
 		_exit(1);
 	for (;;) {
 		int i = rnd(&s) % NLOCKS, ret;
+
+		if (rnd(&s) % 2) {
+			pool_step(sh, &h, &s);
+			continue;
+		}
 
 		if (i != RW && rnd(&s) % 3 == 0) {
 			struct async_ctx c = { r, sh, i, 0, &s };
@@ -165,13 +302,30 @@ static void worker(struct syncmem_region *r, struct tshared *sh, uint32_t seed)
 	}
 }
 
-static pid_t spawn(struct syncmem_region *r, struct tshared *sh, uint32_t seed)
+static pid_t spawn(struct syncmem_region *r, struct tshared *sh, int w, uint32_t seed)
 {
 	pid_t pid = fork();
 
 	if (pid == 0)
-		worker(r, sh, seed);
+		worker(r, sh, w, seed);
 	return pid;
+}
+
+/*
+ * After every worker is gone: empty the mailbox (take and free what is
+ * still in transit), then reclaim what the dead held. Returns the number
+ * of blocks reclaimed, or a negative error.
+ */
+static int pool_take_back(struct tshared *sh, struct syncmem_pool *p)
+{
+	for (int i = 0; i < MAILBOX; i++) {
+		uint32_t off = (uint32_t)atomic_exchange(&sh->mailbox[i], 0);
+
+		/* -EALREADY or -EBUSY: its taker died; reclaim sees to it. */
+		if (off && !syncmem_pool_take(p, off) && syncmem_pool_free(p, off))
+			return -1;
+	}
+	return syncmem_pool_reclaim(p);
 }
 
 /*
@@ -192,6 +346,18 @@ static int take_everything(struct syncmem_region *r, struct tshared *sh, uint32_
 	return 0;
 }
 
+/* Blocks that can be allocated, all freed again. */
+static uint32_t pool_drain_count(struct syncmem_pool *p)
+{
+	uint32_t offs[NBLOCKS + 1], n = 0;
+
+	while (n <= NBLOCKS && (offs[n] = syncmem_pool_alloc(p)))
+		n++;
+	for (uint32_t i = 0; i < n; i++)
+		syncmem_pool_free(p, offs[i]);
+	return n;
+}
+
 FIXTURE(torture) {
 	int unused;
 };
@@ -210,7 +376,9 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 	const char *env = getenv("SYNCMEM_TORTURE_SECONDS");
 	int64_t end = now_ns() + (env ? atoll(env) : 20) * 1000 * MS;
 	struct syncmem_stats before, after;
-	uint64_t kills = 0, checks = 0, reports = 0;
+	uint64_t kills = 0, checks = 0, reports = 0, reclaimed = 0, kills_in_pool = 0;
+	size_t pool_len = syncmem_pool_footprint(sizeof(struct stamp), NBLOCKS);
+	struct syncmem_pool *pool;
 	struct syncmem_region *r;
 	pid_t pids[NWORKERS];
 	struct tshared *sh;
@@ -226,8 +394,10 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 	syncmem_lock_init(&sh->locks[2], SYNCMEM_LOCK_FAIR);
 	syncmem_rwlock_init(&sh->rw);
 	ASSERT_EQ(0, syncmem_gate_init_flags(&sh->gate, true, SYNCMEM_GATE_HELD));
+	ASSERT_GE(NBLOCKS * 256, pool_len);
+	ASSERT_EQ(0, syncmem_pool_init(sh->pool, pool_len, sizeof(struct stamp), NBLOCKS, &pool));
 	for (int w = 0; w < NWORKERS; w++) {
-		pids[w] = spawn(r, sh, rnd(&s));
+		pids[w] = spawn(r, sh, w, rnd(&s));
 		ASSERT_LT(0, pids[w]);
 	}
 	while (now_ns() < end) {
@@ -237,6 +407,14 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 		kill(pids[w], SIGKILL);
 		ASSERT_EQ(pids[w], waitpid(pids[w], NULL, 0));
 		kills++;
+		kills_in_pool += atomic_exchange(&sh->in_pool_call[w], 0);
+		/* Under the survivors' feet: only the dead's blocks may go. */
+		ret = syncmem_pool_reclaim(pool);
+		if (ret < 0) {
+			TH_LOG("after kill %llu: reclaim: %d", (unsigned long long)kills, ret);
+			break;
+		}
+		reclaimed += ret;
 		ret = take_everything(r, sh, &s);
 		if (ret) {
 			TH_LOG("after kill %llu: an object could not be taken within 1 s: %d",
@@ -244,12 +422,33 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 			break;
 		}
 		checks += NLOCKS;
-		pids[w] = spawn(r, sh, rnd(&s));
+		pids[w] = spawn(r, sh, w, rnd(&s));
 		ASSERT_LT(0, pids[w]);
 	}
 	for (int w = 0; w < NWORKERS; w++) {
 		kill(pids[w], SIGKILL);
 		waitpid(pids[w], NULL, 0);
+		kills_in_pool += atomic_exchange(&sh->in_pool_call[w], 0);
+	}
+	{
+		int ret = pool_take_back(sh, pool);
+		uint32_t free_now = syncmem_pool_free_count(pool);
+
+		EXPECT_LE(0, ret);
+		reclaimed += ret > 0 ? ret : 0;
+		TH_LOG("pool: %llu blocks moved, %llu reclaimed from the dead, %u of %u free at "
+		       "the end; %llu kills landed inside a pool call",
+		       (unsigned long long)atomic_load(&sh->blocks_moved),
+		       (unsigned long long)reclaimed, free_now, NBLOCKS,
+		       (unsigned long long)kills_in_pool);
+		/*
+		 * Full count, but for blocks of a process killed inside alloc
+		 * or free between its two atomic steps (documented): never more
+		 * than the kills that landed inside a pool call.
+		 */
+		EXPECT_GE(kills_in_pool, NBLOCKS - free_now);
+		EXPECT_EQ(NBLOCKS - free_now, NBLOCKS - pool_drain_count(pool));
+		EXPECT_EQ(0, atomic_load(&sh->bad_stamps));
 	}
 	EXPECT_EQ(0, take_everything(r, sh, &s));
 	for (int i = 0; i < NLOCKS; i++)
@@ -271,6 +470,7 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 	/* Every waiter and async wait of the dead is gone. */
 	EXPECT_TRUE(await_waiters(r, 0));
 	syncmem_close(r);
+	syncmem_pool_detach(pool);
 	after = get_stats(dev);
 	EXPECT_EQ(before.waiters, after.waiters);
 	EXPECT_EQ(before.async_waits, after.async_waits);

@@ -341,6 +341,7 @@ TEST(checked_alloc_reports_exhaustion_and_bad_arguments)
 	EXPECT_EQ(0, syncmem_pool_take(p, a));
 	EXPECT_EQ(0, syncmem_pool_holder(p, a, &id));
 	EXPECT_EQ(0, id);
+	EXPECT_EQ(1, syncmem_pool_take(p, a));
 	EXPECT_EQ(0, syncmem_pool_free(p, a));
 	EXPECT_EQ(0, syncmem_pool_free(p, b));
 	syncmem_pool_detach(p);
