@@ -185,6 +185,34 @@ static void pool_free_foreign(struct worker *w)
 	      false, 1, (long)-EINVAL);
 }
 
+/*
+ * Pass one of its own blocks through transit and back: give it to anyone,
+ * take it, take it again. Nobody else knows its offset, so nobody else
+ * takes it meanwhile.
+ */
+static void pool_pass(struct worker *w, unsigned int i)
+{
+	struct syncmem_pool *p = w->a->pool;
+	uint32_t off = held.blocks[i];
+	uint64_t holder = 0;
+	long ret;
+
+	doing(w, "syncmem_pool_give");
+	judge(w, "syncmem_pool_give of an owned block", syncmem_pool_give(p, off, SYNCMEM_POOL_ANYONE),
+	      false, 1, 0L);
+	doing(w, "syncmem_pool_holder");
+	ret = syncmem_pool_holder(p, off, &holder);
+	if (judge(w, "syncmem_pool_holder of a block in transit", ret, false, 1, 0L) &&
+	    !w->scribbled && holder != SYNCMEM_POOL_ANYONE)
+		finding("block %#x given to anyone names holder %#llx (worker %d seed %#llx)", off,
+			(unsigned long long)holder, w->index, (unsigned long long)w->seed);
+	doing(w, "syncmem_pool_take");
+	judge(w, "syncmem_pool_take of a block in transit", syncmem_pool_take(p, off), false, 1,
+	      0L);
+	judge(w, "syncmem_pool_take of a block held already", syncmem_pool_take(p, off), false, 1,
+	      1L);
+}
+
 static void pool_look(struct worker *w)
 {
 	struct syncmem_pool *again;
@@ -474,8 +502,10 @@ void worker_run(struct worker *w, uint64_t until)
 			pool_alloc(w);
 			break;
 		case 2:
-			if (held.nblocks)
+			if (held.nblocks && rng_below(&w->rng, 4))
 				pool_free_own(w, (unsigned int)rng_below(&w->rng, held.nblocks));
+			else if (held.nblocks)
+				pool_pass(w, (unsigned int)rng_below(&w->rng, held.nblocks));
 			break;
 		case 3:
 			if (rng_below(&w->rng, 8))
