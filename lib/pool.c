@@ -608,20 +608,33 @@ int syncmem_pool_free(struct syncmem_pool *p, uint32_t off)
 	return push_claimed(p, (uint32_t)i, headp, head);
 }
 
+/* The word of block @off, to change hands; NULL with *@err set when not a block. */
+static uint64_t *word_to_change(struct syncmem_pool *p, uint32_t off, int *err)
+{
+	int64_t i;
+
+	*err = -EINVAL;
+	if (!p)
+		return NULL;
+	i = block_index(p, off, p->free_len);
+	if (i < 0) {
+		*err = (int)i;
+		return NULL;
+	}
+	return &pool_words(p)[i];
+}
+
 int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to)
 {
 	uint64_t *word, me, w;
-	int64_t i;
+	int err;
 
-	if (!p)
-		return -EINVAL;
-	i = block_index(p, off, p->free_len);
-	if (i < 0)
-		return (int)i;
+	word = word_to_change(p, off, &err);
+	if (!word)
+		return err;
 	if (!to || to > SYNCMEM_POOL_ANYONE)	/* the kernel's ids are below */
 		return -EINVAL;
 	me = process_mark();
-	word = &pool_words(p)[i];
 	w = __atomic_load_n(word, __ATOMIC_RELAXED);
 	/* Only its holder gives a block away (anyone, when none is recorded). */
 	if (!(w & BLOCK_USED))
@@ -638,15 +651,12 @@ int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to)
 int syncmem_pool_take(struct syncmem_pool *p, uint32_t off)
 {
 	uint64_t *word, me, w;
-	int64_t i;
+	int err;
 
-	if (!p)
-		return -EINVAL;
-	i = block_index(p, off, p->free_len);
-	if (i < 0)
-		return (int)i;
+	word = word_to_change(p, off, &err);
+	if (!word)
+		return err;
 	me = process_mark();
-	word = &pool_words(p)[i];
 	w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
 	if (!(w & BLOCK_USED))
 		return not_held(p, w);

@@ -199,6 +199,22 @@ TEST_F_TIMEOUT(flight, a_result_larger_than_a_block_is_emsgsize, 300)
 		EXPECT_EQ(-EMSGSIZE, res[i].ret);
 }
 
+/* A leader whose function hangs, running once this returns its pid. */
+static pid_t start_hanging_leader(struct syncmem_region *r, struct syncmem_flight *f,
+				  struct fshared *sh, int fd)
+{
+	pid_t leader;
+
+	sh->result_mode = MODE_HANG;
+	sh->expect_waiters = 0;
+	leader = fork();
+	if (leader == 0)
+		_exit(caller(r, f, sh, 0, fd));
+	while (leader > 0 && !atomic_load(&sh->leader_pid))
+		usleep(1000);
+	return leader;
+}
+
 TEST_F_TIMEOUT(flight, followers_of_a_killed_leader_get_eownerdead, 300)
 {
 	enum { FOLLOWERS = 5 };
@@ -207,14 +223,8 @@ TEST_F_TIMEOUT(flight, followers_of_a_killed_leader_get_eownerdead, 300)
 	int p[2];
 
 	ASSERT_EQ(0, pipe(p));
-	self->sh->result_mode = MODE_HANG;
-	self->sh->expect_waiters = 0;
-	leader = fork();
-	ASSERT_LE(0, leader);
-	if (leader == 0)
-		_exit(caller(self->r, self->f, self->sh, 0, p[1]));
-	while (!atomic_load(&self->sh->leader_pid))
-		usleep(1000);
+	leader = start_hanging_leader(self->r, self->f, self->sh, p[1]);
+	ASSERT_LT(0, leader);
 	for (int i = 0; i < FOLLOWERS; i++) {
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
@@ -279,14 +289,8 @@ TEST_F_TIMEOUT(flight, reclaim_leaves_a_dead_leaders_result_block_to_the_flight,
 	pid_t leader;
 
 	ASSERT_EQ(0, pipe(p));
-	self->sh->result_mode = MODE_HANG;
-	self->sh->expect_waiters = 0;
-	leader = fork();
-	ASSERT_LE(0, leader);
-	if (leader == 0)
-		_exit(caller(self->r, self->f, self->sh, 0, p[1]));
-	while (!atomic_load(&self->sh->leader_pid))
-		usleep(1000);
+	leader = start_hanging_leader(self->r, self->f, self->sh, p[1]);
+	ASSERT_LT(0, leader);
 	kill(leader, SIGKILL);
 	EXPECT_EQ(128 + SIGKILL, wait_exit(leader));
 	EXPECT_EQ(1, held_blocks(self->pool, SYNCMEM_POOL_ANYONE, &anyone));
