@@ -17,37 +17,51 @@ static bool builder_dead(int fd, uint64_t id)
 	return id && fd >= 0 && syncmem__owner_alive(fd, id) == 0;
 }
 
+/*
+ * The builder word is claimed first, the state second: a creator that dies
+ * between the two leaves a dead builder on a state still 0, which the next
+ * init takes over like any other dead builder. (Claiming the state first
+ * left a window where a dead creator was not known as one.)
+ */
 int syncmem__ready_claim(uint32_t *state, uint64_t *builder)
 {
-	uint32_t expected = 0;
-	uint64_t me, b;
-	int fd, ret;
+	uint32_t s, zero = 0;
+	uint64_t me, b = 0;
+	int fd, ret = 0;
 
 	if (!syncmem__writable(state))
 		return -EBADF;
-	me = syncmem__process_owner_any();
-	if (__atomic_compare_exchange_n(state, &expected, SYNCMEM__INITIALISING, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		__atomic_store_n(builder, me, __ATOMIC_RELAXED);
-		return 0;
-	}
-	if (expected != SYNCMEM__INITIALISING || !me)
+	s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+	if (s != 0 && s != SYNCMEM__INITIALISING)
 		return -EEXIST;
-	/* Being built: by a builder that died? Then the build is ours. */
-	b = __atomic_load_n(builder, __ATOMIC_RELAXED);
-	fd = syncmem__device_open();
-	ret = builder_dead(fd, b) &&
-	      __atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
-					  __ATOMIC_RELAXED) ? 0 : -EEXIST;
+	me = syncmem__process_owner_any();
+	if (!me)	/* no kernel to tell the dead: the state alone decides */
+		return __atomic_compare_exchange_n(state, &zero, SYNCMEM__INITIALISING, false,
+						   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ? 0 : -EEXIST;
+	if (!__atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		/* Somebody claimed it: a builder that died? Then the build is ours. */
+		fd = syncmem__device_open();
+		ret = builder_dead(fd, b) &&
+		      __atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
+						  __ATOMIC_RELAXED) ? 0 : -EEXIST;
+		if (fd >= 0)
+			close(fd);
+		if (ret)
+			return ret;
+	}
 	/*
-	 * The builder may have published before it died: then it is built
-	 * (and in use), not ours to build again. Dead, it publishes no more.
+	 * The builder is us: the state is ours to move. From 0 (a first
+	 * build, or a creator that died before it got here) or INIT (one
+	 * that died building); READY means it published before it died:
+	 * built (and in use), not ours to build again.
 	 */
-	if (!ret && __atomic_load_n(state, __ATOMIC_ACQUIRE) != SYNCMEM__INITIALISING)
-		ret = -EEXIST;
-	if (fd >= 0)
-		close(fd);
-	return ret;
+	s = 0;
+	if (__atomic_compare_exchange_n(state, &s, SYNCMEM__INITIALISING, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+	    s == SYNCMEM__INITIALISING)
+		return 0;
+	return -EEXIST;
 }
 
 void syncmem__ready_publish(uint32_t *state)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The creation protocol of structures built in shared memory by one process
- * and attached to by others (pool, keyed tables): the creator claims a zero
- * state word with a CAS, records itself as the builder (its process's owner
- * id), builds, and publishes READY with a release store; an attacher waits
+ * and attached to by others (pool, keyed tables): the creator claims the
+ * builder word with a CAS of its process's owner id, then moves the state
+ * word from 0 to INIT, builds, and publishes READY with a release store; an attacher waits
  * (bounded) while the state says the build is under way. A builder that
  * died is told apart from a slow one by asking the kernel whether its id is
  * alive: attachers then fail with -ESRCH at once, and a new init takes

@@ -849,6 +849,17 @@ TEST(a_pool_or_table_whose_creator_died_part_way_is_built_again)
 		t->builder = me.id;
 	}
 	EXPECT_EQ(-EEXIST, syncmem_keyed_init(t, klen, 16, &k));
+	/*
+	 * A creator that died right after claiming the builder word, before
+	 * the state said "being built": not a pool yet, and the next init
+	 * takes it over.
+	 */
+	memset(h, 0, plen);
+	h->builder = dead;
+	EXPECT_EQ(-EPROTO, syncmem_pool_attach(h, plen, &pool));
+	ASSERT_EQ(0, syncmem_pool_init(h, plen, 64, 16, &pool));
+	EXPECT_EQ(16, syncmem_pool_free_count(pool));
+	syncmem_pool_detach(pool);
 	syncmem_close(r);
 }
 
