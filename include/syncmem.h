@@ -134,7 +134,14 @@ int syncmem_handoff64(struct syncmem_region *r, uint64_t *addr, uint64_t value);
 struct syncmem_loop;			/* one per thread; io_uring inside */
 typedef void (*syncmem_wait_cb)(void *arg, int result);
 
-/* A loop owns a /dev/syncmem handle, an eventfd and an io_uring ring. */
+/*
+ * A loop owns a /dev/syncmem handle, an eventfd and an io_uring ring. It
+ * belongs to the process that made it: in a forked child (which shares the
+ * handle and the ring with the parent) every call taking the loop returns
+ * -EBADFD, and syncmem_loop_free() there only lets go of the child's
+ * copies (no callback runs, the parent's waits go on). A child makes a
+ * loop of its own.
+ */
 int syncmem_loop_new(struct syncmem_loop **out);
 
 /*

@@ -180,6 +180,12 @@ static inline uint32_t syncmem__tid(void)
 extern __thread uint64_t syncmem__cached_owner __attribute__((tls_model("initial-exec")));
 /* The id, or -errno. */
 int64_t syncmem__owner_slow(int fd);
+/*
+ * Which process this is, as a number that changes in every forked child
+ * (cheaper than getpid(), which is a system call): private state made in
+ * one process can tell it is being used in a child.
+ */
+uint32_t syncmem__process_gen(void);
 /* This process's owner id (async acquisitions), or -errno. */
 int64_t syncmem__process_owner(int fd);
 /* This process's owner id if it has fetched one, else 0. */

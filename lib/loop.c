@@ -9,6 +9,12 @@
  * eventfd; when it completes, the loop drains the records with read() and
  * runs their callbacks. Callbacks run only from syncmem_loop_run*() and
  * syncmem_loop_free(), never from the call that queued the wait.
+ *
+ * A loop belongs to the process that made it. A forked child shares its
+ * handle and its ring with the parent: reading records there would steal
+ * the parent's completions (a hand-off among them), cancelling would end
+ * the parent's waits. In a child every call but syncmem_loop_free() is
+ * -EBADFD, and free only lets go of the child's copies.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,7 +44,16 @@ struct syncmem_loop {
 	bool read_armed;
 	uint64_t last_id;
 	struct idmap pending;	/* wait id -> callback */
+	uint32_t process;	/* syncmem__process_gen() of its maker */
 };
+
+/* 0, -EINVAL for NULL, -EBADFD in a process forked from the loop's maker. */
+static int loop_usable(const struct syncmem_loop *loop)
+{
+	if (!loop)
+		return -EINVAL;
+	return loop->process == syncmem__process_gen() ? 0 : -EBADFD;
+}
 
 int syncmem_loop_new(struct syncmem_loop **out)
 {
@@ -53,6 +68,7 @@ int syncmem_loop_new(struct syncmem_loop **out)
 	if (!loop)
 		return -ENOMEM;
 	loop->handle = loop->efd = -1;
+	loop->process = syncmem__process_gen();
 	err = io_uring_queue_init(8, &loop->ring, 0);
 	if (err < 0) {
 		free(loop);
@@ -178,8 +194,9 @@ int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 	uint64_t deadline = 0;
 	int ran, err;
 
-	if (!loop)
-		return -EINVAL;
+	err = loop_usable(loop);
+	if (err)
+		return err;
 	ran = dispatch(loop);
 	if (ran || !timeout_ns || !loop->pending.count) {
 		reap_ready(loop);
@@ -219,8 +236,10 @@ int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 
 int syncmem_loop_run(struct syncmem_loop *loop)
 {
-	if (!loop)
-		return -EINVAL;
+	int err = loop_usable(loop);
+
+	if (err)
+		return err;
 	while (loop->pending.count) {
 		int ret = syncmem_loop_run_once(loop, SYNCMEM_FOREVER);
 
@@ -255,8 +274,11 @@ static int wait_async_flags(struct syncmem_loop *loop, struct syncmem_region *r,
 	struct idmap_entry e;
 	int ret;
 
-	if (!loop || !cb)
+	if (!cb)
 		return -EINVAL;
+	ret = loop_usable(loop);
+	if (ret)
+		return ret;
 	ret = syncmem__word_offset(r, addr, width, &w.offset);
 	if (ret)
 		return ret;
@@ -290,9 +312,10 @@ int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r
 			     void *arg)
 {
 	int64_t id;
+	int err = loop_usable(loop);
 
-	if (!loop)
-		return -EINVAL;
+	if (err)
+		return err;
 	/* The kernel waits as the process's id: make sure it has one. */
 	id = syncmem__process_owner(loop->handle);
 	if (id < 0)
@@ -308,6 +331,9 @@ int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
 	struct idmap_entry e;
 	int ret;
 
+	ret = loop_usable(loop);
+	if (ret)
+		return ret;
 	ret = syncmem__idmap_reserve(&loop->pending);
 	if (ret)
 		return ret;
@@ -341,9 +367,10 @@ int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
 int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id)
 {
 	struct syncmem_cancel c = { .user_data = id };
+	int err = loop_usable(loop);
 
-	if (!loop)
-		return -EINVAL;
+	if (err)
+		return err;
 	if (!syncmem__idmap_contains(&loop->pending, id))
 		return -ENOENT;
 	/* On success the -ECANCELED record arrives like any other. */
@@ -361,9 +388,13 @@ void syncmem_loop_free(struct syncmem_loop *loop)
 	/*
 	 * Cancel what is still queued, then collect every record: waits that
 	 * completed first report their real result (a hand-off must not be
-	 * lost), the rest -ECANCELED.
+	 * lost), the rest -ECANCELED. In a forked child they are the
+	 * parent's: only the child's copies go (no callback runs).
 	 */
-	syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &all);
+	if (loop_usable(loop))
+		syncmem__idmap_free(&loop->pending);
+	else
+		syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &all);
 	while (loop->pending.count && idle < 10) {
 		struct pollfd p = { .fd = loop->handle, .events = POLLIN };
 

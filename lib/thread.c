@@ -16,10 +16,12 @@
 __thread uint32_t syncmem__cached_tid __attribute__((tls_model("initial-exec")));
 __thread uint64_t syncmem__cached_owner __attribute__((tls_model("initial-exec")));
 static uint64_t process_owner;
+static uint32_t process_gen;	/* bumped in every forked child */
 
 /* A forked child is a new thread and a new process with the same memory: look again. */
 static void forget_ids(void)
 {
+	__atomic_store_n(&process_gen, process_gen + 1, __ATOMIC_RELAXED);
 	syncmem__cached_tid = 0;
 	syncmem__cached_owner = 0;
 	__atomic_store_n(&process_owner, 0, __ATOMIC_RELAXED);
@@ -31,6 +33,12 @@ static void register_fork_handler(void)
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+uint32_t syncmem__process_gen(void)
+{
+	pthread_once(&once, register_fork_handler);
+	return __atomic_load_n(&process_gen, __ATOMIC_RELAXED);
+}
 
 uint32_t syncmem__tid_slow(void)
 {

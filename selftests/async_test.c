@@ -288,6 +288,54 @@ TEST_F(async, loop_free_runs_pending_callbacks)
 	EXPECT_EQ(0, syncmem_notify(self->r, &self->sh->word, SYNCMEM_ALL));
 }
 
+/*
+ * A forked child shares the loop's handle and ring: using the loop there
+ * would steal the parent's completions, freeing it would cancel the
+ * parent's waits. The child gets -EBADFD, and its free touches nothing of
+ * the parent's.
+ */
+TEST_F(async, a_forked_child_cannot_use_or_cancel_its_parents_loop)
+{
+	struct cb_slot s = { 0 }, done = { 0 };
+	uint64_t id = 0;
+	pid_t child;
+
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+							SYNCMEM_FOREVER, record_cb, &s, &id));
+	ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word2, 0,
+							SYNCMEM_FOREVER, record_cb, &done, NULL));
+	/* Completed and unread when the child starts: the child must not read it. */
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word2, 1));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		struct cb_slot c = { 0 };
+		int bad = 0;
+
+		bad |= syncmem_loop_run_once(self->loop, 0) != -EBADFD;
+		bad |= syncmem_loop_run(self->loop) != -EBADFD;
+		bad |= syncmem_wait_cancel(self->loop, id) != -EBADFD;
+		bad |= syncmem_wait_async32(self->loop, self->r, &self->sh->word, 0,
+					    SYNCMEM_FOREVER, record_cb, &c, NULL) != -EBADFD;
+		bad |= syncmem_lock_async(self->loop, self->r,
+					  (struct syncmem_lock *)&self->sh->words[16], record_cb,
+					  &c) != -EBADFD;
+		syncmem_loop_free(self->loop);
+		/* No callback ran in the child, not even the parent's copies. */
+		_exit(bad || c.calls || s.calls || done.calls ? 1 : 0);
+	}
+	EXPECT_EQ(0, wait_exit(child));
+	/* The parent's waits are all still its own. */
+	EXPECT_EQ(2, syncmem_loop_pending(self->loop));
+	EXPECT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+	while (syncmem_loop_pending(self->loop))
+		ASSERT_LT(0, syncmem_loop_run_once(self->loop, 5000000000LL));
+	EXPECT_EQ(1, s.calls);
+	EXPECT_EQ(SYNCMEM_OK, s.result);
+	EXPECT_EQ(1, done.calls);
+	EXPECT_EQ(SYNCMEM_OK, done.result);
+}
+
 static void noop_cb(void *arg, int result)
 {
 	(void)arg;
