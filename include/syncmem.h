@@ -455,7 +455,7 @@ int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
 
 /*
- * The seed's executeLocked: acquire asynchronously, run fn(arg), release.
+ * Acquire asynchronously, run fn(arg) from the loop, release.
  * After a dead holder fn runs all the same; unless it calls
  * syncmem_lock_consistent() the lock is not recoverable afterwards.
  */
@@ -591,7 +591,7 @@ struct syncmem_key_part {
 #define SYNCMEM_KEY_VAL(v)	((struct syncmem_key_part){ &(v), sizeof(v) })
 
 /*
- * Build one key from several parts (the seed's ...keys): each part is
+ * Build one key from several parts: each part is
  * stored with its length, so ("ab", "c") and ("a", "bc") differ. Returns the
  * key's length, or -E2BIG when it would not fit @cap or SYNCMEM_KEY_MAX.
  */
@@ -665,7 +665,7 @@ int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, cons
 int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			     struct syncmem_keyed *k, const void *key, size_t len,
 			     syncmem_wait_cb cb, void *arg);
-/* The seed's asyncWait(fn, ...keys): take the key from the loop, run fn, release. */
+/* Take the key from the loop, run fn, release. */
 int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
 			  struct syncmem_keyed *k, const void *key, size_t len,
 			  void (*fn)(void *arg), void *arg);

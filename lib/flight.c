@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Single-flight (the seed's asyncOne) across processes.
+ * Single-flight across processes: one run of a function for concurrent callers of a key.
  *
  * A flight is an entry of a key table. The first caller of a key (the
  * leader) creates it, takes a pool block for the result and arms a death

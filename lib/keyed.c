@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Keyed locks (the seed's asyncWait): a table of fair mutexes by key.
+ * Keyed locks: a table of fair mutexes by key.
  *
  * An entry's payload is a SYNCMEM_LOCK_FAIR struct syncmem_lock: one holder
  * per key, the others in its kernel FIFO queue (blocking and async lockers

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * syncmem_lock: the seed's AsyncLock done properly. A mutex in shared memory
+ * syncmem_lock: a mutex in shared memory
  * usable blocking (syncmem_lock*) or from an event loop (syncmem_lock_async,
  * syncmem_execute_locked), with both kinds of lockers in the kernel's single
  * FIFO queue for the lock word.
