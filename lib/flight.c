@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Single-flight across processes: one run of a function for concurrent callers of a key.
+ * Single-flight across processes: one run of a function for the concurrent
+ * callers of a key.
  *
  * A flight is an entry of a key table. The first caller of a key (the
  * leader) creates it, takes a pool block for the result and arms a death
