@@ -308,49 +308,61 @@ uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
 /*
  * Who holds a block. Every allocation records the allocating process (its
  * owner id from the kernel) in the block's word in the pool, so that the
- * blocks of a process that died can be freed by the survivors; a block
- * handed to another process changes holder with syncmem_pool_give() and
- * syncmem_pool_take(). A process that cannot reach /dev/syncmem records
- * no holder (0): its blocks are never reclaimed.
- *
- * SYNCMEM_POOL_ANYONE: a block in transit, given to whichever process
- * takes it next (a message put in a queue). Never reclaimed. So that no
- * death loses a message's block: the sender puts the block in its queue,
- * then gives it; the receiver takes it (-EBUSY: not given yet), then
- * removes it from the queue. A death in between leaves the block held by
- * the dead, and reclaimed; a receiver that then finds it free
- * (-EALREADY) drops the stale entry.
+ * blocks of a process that died can be freed by the survivors
+ * (syncmem_pool_reclaim()); a block handed to another process changes
+ * holder with syncmem_pool_give() and syncmem_pool_take(). A process that
+ * cannot reach /dev/syncmem records no holder (0): its blocks are never
+ * reclaimed. A forked child is another process: it holds none of the
+ * blocks its parent holds, unless they are given to it.
  */
-#define SYNCMEM_POOL_ANYONE	((1ULL << 62) - 3)
+
+/* give()'s @to for "in transit": to whichever process takes it from this giver. */
+#define SYNCMEM_POOL_ANYONE	(1ULL << 62)
+/* The holder of a block a shared table owns (single-flight results): never reclaimed. */
+#define SYNCMEM_POOL_TABLE	((1ULL << 62) - 3)
 
 /* This process's id as pools record it: 0, or -ENODEV when the kernel gave none. */
 int syncmem_pool_self_id(uint64_t *id);
 
 /*
  * Hand block @off, held by this process, to the process with id @to (its
- * syncmem_pool_self_id()), or to SYNCMEM_POOL_ANYONE. Errors: -EPERM (held
- * by another process, or in transit), -EALREADY (free), -EINVAL (not a
- * block, or @to 0 or above SYNCMEM_POOL_ANYONE), -EBADF (read-only),
- * -EUCLEAN (a corrupted word). Release: the taker sees what the giver
- * wrote into the block.
+ * syncmem_pool_self_id()), or put it in transit with SYNCMEM_POOL_ANYONE:
+ * then the block names this process as its giver, and whoever takes it
+ * must name it too. Errors: -EPERM (held by another process, or in
+ * transit), -EALREADY (free), -EINVAL (not a block, or a bad @to), -EBADF
+ * (read-only), -EUCLEAN (a corrupted word). Release: the taker sees what
+ * the giver wrote into the block.
+ *
+ * Passing a message through a queue without losing it to a death: the
+ * sender puts {offset, its id} in the queue, then gives the block to
+ * SYNCMEM_POOL_ANYONE; the receiver takes it naming that id, then removes
+ * the entry. A sender that dies before giving leaves its block to the
+ * receiver (take: -EOWNERDEAD) or to a reclaim; a receiver that dies
+ * before removing the entry leaves the block reclaimable, and the entry
+ * stale: the next receiver gets an error that says so.
  */
 int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to);
 
 /*
- * Become the holder of block @off, given to SYNCMEM_POOL_ANYONE: 0. Of
- * racing takers one succeeds. 1 when the block is this process's already
- * (given to it by id, or its own: a queue entry naming a block that
- * changed hands since is stale). Errors: -EBUSY (held by another process,
- * or not given yet), -EALREADY (free), -EINVAL, -EBADF, -EUCLEAN as
- * syncmem_pool_give().
+ * Become the holder of block @off, given to anyone by the process with id
+ * @from (as the message said): 0. Of racing takers one succeeds. 1 when
+ * the block is this process's already (given to it by id, or its own).
+ * -EOWNERDEAD: @from still held it and died; it is this process's now
+ * (what @from wrote before it posted the message is there). -EAGAIN: @from
+ * holds it and lives (it has not given it yet). Stale messages: -EBUSY
+ * (another process holds it: another receiver took it first, or it changed
+ * hands since), -ESTALE (in transit from another giver: another message),
+ * -EALREADY (free). -EINVAL, -EBADF, -EUCLEAN as syncmem_pool_give().
  */
-int syncmem_pool_take(struct syncmem_pool *p, uint32_t off);
+int syncmem_pool_take(struct syncmem_pool *p, uint32_t off, uint64_t from);
 
 /*
- * The holder recorded for block @off in *@holder: an owner id,
- * SYNCMEM_POOL_ANYONE, or 0 (none recorded). -EALREADY for a free block,
- * -EINVAL for an offset that is not a block, -EUCLEAN. Works on read-only
- * memory.
+ * Who holds block @off: 0 and the holder's id in *@holder (0: none
+ * recorded; SYNCMEM_POOL_TABLE: a shared table), or 1 when it is in
+ * transit, with its giver's id. -EALREADY for a free block, -EINVAL for an
+ * offset that is not a block, -EUCLEAN. Works on read-only memory. A
+ * snapshot, not a synchronisation: take() is what acquires the giver's
+ * writes.
  */
 int syncmem_pool_holder(const struct syncmem_pool *p, uint32_t off, uint64_t *holder);
 

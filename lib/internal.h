@@ -192,9 +192,9 @@ int64_t syncmem__process_owner(int fd);
 uint64_t syncmem__process_owner_cached(void);
 /*
  * This process's owner id, through a handle of its own when none is at
- * hand; 0 when the kernel cannot give one (no module, no fd left).
+ * hand; -errno when the kernel cannot give one (-ENODEV: no module).
  */
-uint64_t syncmem__process_owner_any(void);
+int64_t syncmem__process_owner_any(void);
 /* Is owner id @id alive (SYNCMEM_OWNER_QUERY through @fd): 1, 0, or -errno. */
 int syncmem__owner_alive(int fd, uint64_t id);
 

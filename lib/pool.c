@@ -21,9 +21,10 @@
  *
  * A block's word says who holds it. While it is allocated: BLOCK_USED
  * (the top bit) | the holder's owner id (the process the kernel issued it
- * to; SYNCMEM_POOL_ANYONE while in transit; 0 when the allocating process
- * could not get an id). While it is free: the index + 1 of the next free
- * block on its stack (0: last), top bit clear. The words live outside the
+ * to; SYNCMEM_POOL_TABLE for a table's block; 0 when the allocating
+ * process could not get an id), or BLOCK_USED | BLOCK_TRANSIT | the
+ * giver's id while it is in transit. While it is free: the index + 1 of
+ * the next free block on its stack (0: last), top bits clear. The words live outside the
  * blocks, so a block's holder cannot corrupt a list by writing its block,
  * and an 8-byte block is fine. Every change of hands (alloc, free, give,
  * take, reclaim) is one store or CAS of that one word, so a block is
@@ -77,11 +78,13 @@
 #include <linux/syncmem.h>
 
 #define BLOCK_USED		(1ULL << 63)	/* in the word of an allocated block */
-#define BLOCK_HOLDER		SYNCMEM_OWNER_ID	/* its holder's id, in that word */
+#define BLOCK_TRANSIT		(1ULL << 62)	/* given to anyone: the id is the giver's */
+#define BLOCK_HOLDER		SYNCMEM_OWNER_ID	/* the holder's (or giver's) id */
 
-_Static_assert(SYNCMEM_POOL_ANYONE == SYNCMEM_OWNER_NOBODY,
-	       "in transit: an id the kernel counts as alive, never reclaimed");
-_Static_assert(!(BLOCK_USED & BLOCK_HOLDER), "holder ids below the used bit");
+_Static_assert(SYNCMEM_POOL_TABLE == SYNCMEM_OWNER_NOBODY,
+	       "a table's block: an id the kernel counts as alive, never reclaimed");
+_Static_assert(SYNCMEM_POOL_ANYONE == BLOCK_TRANSIT, "give to anyone: the transit bit");
+_Static_assert(!((BLOCK_USED | BLOCK_TRANSIT) & BLOCK_HOLDER), "ids below the flag bits");
 
 _Static_assert(sizeof(struct syncmem_pool_header) == 64 * (1 + SYNCMEM_POOL_SHARDS),
 	       "pool header layout");
@@ -344,16 +347,27 @@ static unsigned int pick_stack(void)
 	return my_stack;
 }
 
-/* This process's mark; the first call asks the kernel for its id. */
+/*
+ * This process's mark; the first call asks the kernel for its id. Without
+ * the module (-ENODEV, for good) blocks record no holder; any other failure
+ * (no fd left, no memory) records none for this call and asks again next
+ * time, so racing threads only ever store the id, or "no module".
+ */
 static uint64_t process_mark(void)
 {
 	uint64_t mark = __atomic_load_n(&my_mark, __ATOMIC_RELAXED);
+	int64_t id;
 
 	if (__builtin_expect(mark != 0, 1))
 		return mark;
 	pthread_once(&fork_once, register_fork_handler);
-	/* Racing threads of one process store the same value. */
-	mark = BLOCK_USED | syncmem__process_owner_any();
+	id = syncmem__process_owner_any();
+	if (id > 0)
+		mark = BLOCK_USED | (uint64_t)id;
+	else if (id == -ENODEV)
+		mark = BLOCK_USED;
+	else
+		return BLOCK_USED;
 	__atomic_store_n(&my_mark, mark, __ATOMIC_RELAXED);
 	return mark;
 }
@@ -516,7 +530,7 @@ int syncmem_pool_alloc_checked(struct syncmem_pool *p, uint32_t *off)
 
 int syncmem__pool_alloc_unheld(struct syncmem_pool *p, uint32_t *off)
 {
-	return alloc_marked(p, BLOCK_USED | SYNCMEM_POOL_ANYONE, off);
+	return alloc_marked(p, BLOCK_USED | SYNCMEM_POOL_TABLE, off);
 }
 
 /* An offset outside the blocks: not a block, or read-only memory. */
@@ -626,15 +640,20 @@ static uint64_t *word_to_change(struct syncmem_pool *p, uint32_t off, int *err)
 
 int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to)
 {
-	uint64_t *word, me, w;
+	uint64_t *word, me, w, now;
 	int err;
 
 	word = word_to_change(p, off, &err);
 	if (!word)
 		return err;
-	if (!to || to > SYNCMEM_POOL_ANYONE)	/* the kernel's ids are below */
-		return -EINVAL;
 	me = process_mark();
+	/* A process's id (the kernel's are below the table's), or anyone. */
+	if (to == SYNCMEM_POOL_ANYONE)
+		now = BLOCK_USED | BLOCK_TRANSIT | (me & BLOCK_HOLDER);
+	else if (to && to < SYNCMEM_POOL_TABLE)
+		now = BLOCK_USED | to;
+	else
+		return -EINVAL;
 	w = __atomic_load_n(word, __ATOMIC_RELAXED);
 	/* Only its holder gives a block away (anyone, when none is recorded). */
 	if (!(w & BLOCK_USED))
@@ -642,32 +661,59 @@ int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to)
 	if (w != me && w != BLOCK_USED)
 		return -EPERM;
 	/* Release: the receiver that takes it (acquire) sees what we wrote. */
-	if (!__atomic_compare_exchange_n(word, &w, BLOCK_USED | to, false, __ATOMIC_RELEASE,
+	if (!__atomic_compare_exchange_n(word, &w, now, false, __ATOMIC_RELEASE,
 					 __ATOMIC_RELAXED))
 		return (w & BLOCK_USED) ? -EPERM : not_held(p, w);
 	return 0;
 }
 
-int syncmem_pool_take(struct syncmem_pool *p, uint32_t off)
+/* Is @id dead (1), alive (0), or -errno: one question to the kernel. */
+static int holder_dead(uint64_t id)
+{
+	int fd = syncmem__device_open(), alive;
+
+	if (fd < 0)
+		return fd;
+	alive = syncmem__owner_alive(fd, id);
+	close(fd);
+	return alive < 0 ? alive : !alive;
+}
+
+int syncmem_pool_take(struct syncmem_pool *p, uint32_t off, uint64_t from)
 {
 	uint64_t *word, me, w;
-	int err;
+	int err, dead;
 
 	word = word_to_change(p, off, &err);
 	if (!word)
 		return err;
+	if (from >= SYNCMEM_POOL_TABLE)
+		return -EINVAL;
 	me = process_mark();
 	w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
 	if (!(w & BLOCK_USED))
 		return not_held(p, w);
 	if (w == me)
 		return 1;	/* ours already: allocated by us, or given to us by id */
-	if (w != (BLOCK_USED | SYNCMEM_POOL_ANYONE))
-		return -EBUSY;
-	/* Acquire pairs with the giver's release. Of racing takers one wins. */
-	if (!__atomic_compare_exchange_n(word, &w, me, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (w == (BLOCK_USED | BLOCK_TRANSIT | from)) {
+		/* Acquire pairs with the giver's release. Of racing takers one wins. */
+		if (__atomic_compare_exchange_n(word, &w, me, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 0;
 		return (w & BLOCK_USED) ? -EBUSY : not_held(p, w);
-	return 0;
+	}
+	if (w & BLOCK_TRANSIT)
+		return -ESTALE;		/* given by somebody else: another message */
+	if (w != (BLOCK_USED | from) || !from)
+		return -EBUSY;		/* somebody else's */
+	/* Still its sender's: not given yet, unless the sender died. */
+	dead = holder_dead(from);
+	if (dead <= 0)
+		return dead ? dead : -EAGAIN;
+	/* A dead sender's: ours, as a dead holder's lock is (acquire: its writes). */
+	if (__atomic_compare_exchange_n(word, &w, me, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return -EOWNERDEAD;
+	return (w & BLOCK_USED) ? -EBUSY : not_held(p, w);
 }
 
 int syncmem_pool_holder(const struct syncmem_pool *p, uint32_t off, uint64_t *holder)
@@ -687,7 +733,7 @@ int syncmem_pool_holder(const struct syncmem_pool *p, uint32_t off, uint64_t *ho
 	if (!(w & BLOCK_USED))
 		return w > p->g.nblocks ? -EUCLEAN : -EALREADY;
 	*holder = w & BLOCK_HOLDER;
-	return 0;
+	return !!(w & BLOCK_TRANSIT);
 }
 
 int syncmem_pool_self_id(uint64_t *id)
@@ -749,8 +795,9 @@ int syncmem_pool_reclaim(struct syncmem_pool *p)
 		uint64_t h = w & BLOCK_HOLDER, *headp, head;
 		int alive;
 
-		/* Free, unrecorded, in transit or ours: not for reclaiming. */
-		if (!(w & BLOCK_USED) || !h || h == SYNCMEM_POOL_ANYONE || h == me)
+		/* Free, unrecorded, in transit, a table's or ours: not for reclaiming. */
+		if (!(w & BLOCK_USED) || (w & BLOCK_TRANSIT) || !h || h == SYNCMEM_POOL_TABLE ||
+		    h == me)
 			continue;
 		alive = holder_alive(&seen, fd, h);
 		if (alive) {

@@ -20,46 +20,47 @@ static bool builder_dead(int fd, uint64_t id)
 /*
  * The builder word is claimed first, the state second: a creator that dies
  * between the two leaves a dead builder on a state still 0, which the next
- * init takes over like any other dead builder. (Claiming the state first
- * left a window where a dead creator was not known as one.)
+ * init takes over like any other dead builder. A creator the kernel gives
+ * no id (no module) claims the builder word as SYNCMEM_OWNER_NOBODY, which
+ * is never taken for dead, so it races with the others all the same.
  */
 int syncmem__ready_claim(uint32_t *state, uint64_t *builder)
 {
-	uint32_t s, zero = 0;
-	uint64_t me, b = 0;
-	int fd, ret = 0;
+	int64_t got = syncmem__process_owner_any();
+	uint64_t me = got > 0 ? (uint64_t)got : SYNCMEM_OWNER_NOBODY, b = 0;
+	bool took_over = false;
+	uint32_t s;
+	int fd;
 
 	if (!syncmem__writable(state))
 		return -EBADF;
 	s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
 	if (s != 0 && s != SYNCMEM__INITIALISING)
 		return -EEXIST;
-	me = syncmem__process_owner_any();
-	if (!me)	/* no kernel to tell the dead: the state alone decides */
-		return __atomic_compare_exchange_n(state, &zero, SYNCMEM__INITIALISING, false,
-						   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ? 0 : -EEXIST;
 	if (!__atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
 		/* Somebody claimed it: a builder that died? Then the build is ours. */
 		fd = syncmem__device_open();
-		ret = builder_dead(fd, b) &&
-		      __atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
-						  __ATOMIC_RELAXED) ? 0 : -EEXIST;
+		took_over = builder_dead(fd, b) &&
+			    __atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED);
 		if (fd >= 0)
 			close(fd);
-		if (ret)
-			return ret;
+		if (!took_over)
+			return -EEXIST;
 	}
 	/*
-	 * The builder is us: the state is ours to move. From 0 (a first
-	 * build, or a creator that died before it got here) or INIT (one
-	 * that died building); READY means it published before it died:
-	 * built (and in use), not ours to build again.
+	 * The builder is us: the state is ours to move, from 0 (a first
+	 * build, or a creator that died before it got here), or from INIT
+	 * when we took the build over from a dead builder. INIT under a
+	 * builder word we found 0 is a build we cannot tell the builder of
+	 * (a library from before builders came first): not ours. READY means
+	 * the builder published before it died: built and in use.
 	 */
 	s = 0;
 	if (__atomic_compare_exchange_n(state, &s, SYNCMEM__INITIALISING, false,
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
-	    s == SYNCMEM__INITIALISING)
+	    (s == SYNCMEM__INITIALISING && took_over))
 		return 0;
 	return -EEXIST;
 }

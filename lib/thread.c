@@ -90,20 +90,20 @@ uint64_t syncmem__process_owner_cached(void)
 	return __atomic_load_n(&process_owner, __ATOMIC_RELAXED);
 }
 
-uint64_t syncmem__process_owner_any(void)
+int64_t syncmem__process_owner_any(void)
 {
 	uint64_t id = syncmem__process_owner_cached();
 	int64_t got;
 	int fd;
 
 	if (id)
-		return id;
+		return (int64_t)id;
 	fd = syncmem__device_open();
 	if (fd < 0)
-		return 0;
+		return fd;
 	got = syncmem__process_owner(fd);
 	close(fd);
-	return got > 0 ? (uint64_t)got : 0;
+	return got;
 }
 
 int syncmem__owner_alive(int fd, uint64_t id)

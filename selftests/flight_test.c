@@ -268,7 +268,7 @@ static int held_blocks(struct syncmem_pool *p, uint64_t holder, int *by_holder)
 	*by_holder = 0;
 	/* Every 64-byte step: offsets that are not blocks are -EINVAL. */
 	for (uint32_t off = 0; off < syncmem_pool_footprint(BLOCK, NBLOCKS); off += 64) {
-		if (syncmem_pool_holder(p, off, &h))
+		if (syncmem_pool_holder(p, off, &h) < 0)
 			continue;
 		held++;
 		*by_holder += h == holder;
@@ -285,7 +285,7 @@ TEST_F_TIMEOUT(flight, reclaim_leaves_a_dead_leaders_result_block_to_the_flight,
 {
 	struct fn_arg a = { self->r, self->sh };
 	char buf[BLOCK];
-	int p[2], anyone;
+	int p[2], table;
 	pid_t leader;
 
 	ASSERT_EQ(0, pipe(p));
@@ -293,8 +293,8 @@ TEST_F_TIMEOUT(flight, reclaim_leaves_a_dead_leaders_result_block_to_the_flight,
 	ASSERT_LT(0, leader);
 	kill(leader, SIGKILL);
 	EXPECT_EQ(128 + SIGKILL, wait_exit(leader));
-	EXPECT_EQ(1, held_blocks(self->pool, SYNCMEM_POOL_ANYONE, &anyone));
-	EXPECT_EQ(1, anyone);
+	EXPECT_EQ(1, held_blocks(self->pool, SYNCMEM_POOL_TABLE, &table));
+	EXPECT_EQ(1, table);
 	EXPECT_EQ(0, syncmem_pool_reclaim(self->pool));
 	EXPECT_EQ(NBLOCKS - 1, syncmem_pool_free_count(self->pool));
 	/* The next caller reaps the dead flight, runs its own, frees both blocks. */

@@ -141,33 +141,41 @@ TEST_F(pool, sigkill_mid_churn_on_a_region)
 	syncmem_close(r);
 }
 
-/* Offsets a child reports: its id, its blocks. */
+/* What the parent tells the child, and what the child reports. */
+struct holder_order {
+	uint64_t parent;
+	uint32_t in_transit, parents_own;
+};
+
 struct holder_report {
 	uint64_t id;
-	uint32_t kept[3], in_transit;
-	int take, take_again;
+	uint32_t kept[3], in_transit, unsent;
+	int take, take_again, take_not_given;
 };
 
 /*
- * The child: keeps three blocks, puts one in transit, takes the block the
- * parent put in transit, reports, and waits to be killed.
+ * The child: keeps three blocks, puts one in transit, keeps one it never
+ * gives (a sender that dies before giving), takes the block the parent put
+ * in transit, reports, and waits to be killed.
  */
 static void holder_child(struct syncmem_pool *p, int to_parent, int from_parent)
 {
 	struct holder_report rep = { 0 };
-	uint32_t t;
+	struct holder_order o;
 
 	if (syncmem_pool_self_id(&rep.id))
 		_exit(1);
 	for (int i = 0; i < 3; i++)
 		rep.kept[i] = syncmem_pool_alloc(p);
 	rep.in_transit = syncmem_pool_alloc(p);
+	rep.unsent = syncmem_pool_alloc(p);
 	if (syncmem_pool_give(p, rep.in_transit, SYNCMEM_POOL_ANYONE))
 		_exit(2);
-	if (read(from_parent, &t, sizeof(t)) != sizeof(t))
+	if (read(from_parent, &o, sizeof(o)) != sizeof(o))
 		_exit(3);
-	rep.take = syncmem_pool_take(p, t);
-	rep.take_again = syncmem_pool_take(p, t);	/* 1: ours already */
+	rep.take = syncmem_pool_take(p, o.in_transit, o.parent);
+	rep.take_again = syncmem_pool_take(p, o.in_transit, o.parent);
+	rep.take_not_given = syncmem_pool_take(p, o.parents_own, o.parent);
 	if (write(to_parent, &rep, sizeof(rep)) != sizeof(rep))
 		_exit(4);
 	pause();
@@ -176,15 +184,17 @@ static void holder_child(struct syncmem_pool *p, int to_parent, int from_parent)
 
 /*
  * Holders: an allocation records its process, give and take change hands,
- * and reclaim frees exactly the blocks whose holder died (never a live
- * holder's, never one in transit).
+ * a taker is told a stale or early message, a dead sender's block goes to
+ * its receiver, and reclaim frees exactly the blocks whose holder died
+ * (never a live holder's, never one in transit).
  */
 TEST_F(pool, reclaim_frees_what_dead_holders_held_and_nothing_else)
 {
 	enum { N = 16 };
 	size_t len = syncmem_pool_footprint(64, N);
 	struct holder_report rep;
-	uint32_t mine, given, in_transit, x = 0;
+	struct holder_order o;
+	uint32_t mine, given, x;
 	int up[2], down[2];
 	struct syncmem_region *r;
 	struct syncmem_pool *p;
@@ -202,9 +212,10 @@ TEST_F(pool, reclaim_frees_what_dead_holders_held_and_nothing_else)
 
 	/* Errors. */
 	EXPECT_EQ(-EINVAL, syncmem_pool_give(p, mine, 0));
-	EXPECT_EQ(-EINVAL, syncmem_pool_give(p, mine, SYNCMEM_POOL_ANYONE + 1));
+	EXPECT_EQ(-EINVAL, syncmem_pool_give(p, mine, SYNCMEM_POOL_TABLE));
 	EXPECT_EQ(-EINVAL, syncmem_pool_give(p, mine + 8, SYNCMEM_POOL_ANYONE));
-	EXPECT_EQ(-EINVAL, syncmem_pool_take(p, 8));
+	EXPECT_EQ(-EINVAL, syncmem_pool_take(p, 8, me));
+	EXPECT_EQ(-EINVAL, syncmem_pool_take(p, mine, SYNCMEM_POOL_TABLE));
 	EXPECT_EQ(-EINVAL, syncmem_pool_holder(p, 8, &h));
 	EXPECT_EQ(-EINVAL, syncmem_pool_holder(p, mine, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_pool_reclaim(NULL));
@@ -212,9 +223,9 @@ TEST_F(pool, reclaim_frees_what_dead_holders_held_and_nothing_else)
 	x = syncmem_pool_alloc(p);
 	ASSERT_EQ(0, syncmem_pool_free(p, x));
 	EXPECT_EQ(-EALREADY, syncmem_pool_give(p, x, SYNCMEM_POOL_ANYONE));
-	EXPECT_EQ(-EALREADY, syncmem_pool_take(p, x));
+	EXPECT_EQ(-EALREADY, syncmem_pool_take(p, x, me));
 	EXPECT_EQ(-EALREADY, syncmem_pool_holder(p, x, &h));
-	EXPECT_EQ(1, syncmem_pool_take(p, mine));	/* ours already */
+	EXPECT_EQ(1, syncmem_pool_take(p, mine, me));	/* ours already */
 
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(down));
@@ -222,46 +233,58 @@ TEST_F(pool, reclaim_frees_what_dead_holders_held_and_nothing_else)
 	ASSERT_LE(0, child);
 	if (child == 0)
 		holder_child(p, up[1], down[0]);
-	in_transit = syncmem_pool_alloc(p);
-	ASSERT_EQ(0, syncmem_pool_give(p, in_transit, SYNCMEM_POOL_ANYONE));
-	EXPECT_EQ(-EPERM, syncmem_pool_give(p, in_transit, me));
-	ASSERT_EQ(sizeof(in_transit), write(down[1], &in_transit, sizeof(in_transit)));
+	o = (struct holder_order){ .parent = me, .in_transit = syncmem_pool_alloc(p),
+				   .parents_own = mine };
+	ASSERT_EQ(0, syncmem_pool_give(p, o.in_transit, SYNCMEM_POOL_ANYONE));
+	EXPECT_EQ(1, syncmem_pool_holder(p, o.in_transit, &h));
+	EXPECT_EQ(me, h);
+	EXPECT_EQ(-EPERM, syncmem_pool_give(p, o.in_transit, me));
+	ASSERT_EQ(sizeof(o), write(down[1], &o, sizeof(o)));
 	ASSERT_EQ(sizeof(rep), read(up[0], &rep, sizeof(rep)));
 	EXPECT_EQ(0, rep.take);
 	EXPECT_EQ(1, rep.take_again);
+	EXPECT_EQ(-EAGAIN, rep.take_not_given);
 	EXPECT_NE(me, rep.id);
-	/* The child holds it now. */
-	EXPECT_EQ(0, syncmem_pool_holder(p, in_transit, &h));
+	/* The child holds it now: a second receiver is told it is gone. */
+	EXPECT_EQ(0, syncmem_pool_holder(p, o.in_transit, &h));
 	EXPECT_EQ(rep.id, h);
-	EXPECT_EQ(-EBUSY, syncmem_pool_take(p, in_transit));
-	EXPECT_EQ(-EPERM, syncmem_pool_give(p, in_transit, me));
-	EXPECT_EQ(0, syncmem_pool_holder(p, rep.in_transit, &h));
-	EXPECT_EQ(SYNCMEM_POOL_ANYONE, h);
+	EXPECT_EQ(-EBUSY, syncmem_pool_take(p, o.in_transit, me));
+	EXPECT_EQ(-EPERM, syncmem_pool_give(p, o.in_transit, me));
+	/* The child's message: in transit from the child, not from us. */
+	EXPECT_EQ(1, syncmem_pool_holder(p, rep.in_transit, &h));
+	EXPECT_EQ(rep.id, h);
+	EXPECT_EQ(-ESTALE, syncmem_pool_take(p, rep.in_transit, me));
+	EXPECT_EQ(-EAGAIN, syncmem_pool_take(p, rep.unsent, rep.id));
 	/* Handed to the child by id, not taken: the child's too. */
 	given = syncmem_pool_alloc(p);
 	ASSERT_EQ(0, syncmem_pool_give(p, given, rep.id));
 	EXPECT_EQ(0, syncmem_pool_holder(p, given, &h));
 	EXPECT_EQ(rep.id, h);
 	EXPECT_EQ(-EPERM, syncmem_pool_give(p, given, me));
-	EXPECT_EQ(N - 7, syncmem_pool_free_count(p));
+	EXPECT_EQ(N - 8, syncmem_pool_free_count(p));
 
 	/* A live holder keeps everything. */
 	EXPECT_EQ(0, syncmem_pool_reclaim(p));
-	EXPECT_EQ(N - 7, syncmem_pool_free_count(p));
+	EXPECT_EQ(N - 8, syncmem_pool_free_count(p));
 
 	kill(child, SIGKILL);
 	EXPECT_EQ(128 + SIGKILL, wait_exit(child));
+	/* The block it never gave is its receiver's now. */
+	EXPECT_EQ(-EOWNERDEAD, syncmem_pool_take(p, rep.unsent, rep.id));
+	EXPECT_EQ(0, syncmem_pool_holder(p, rep.unsent, &h));
+	EXPECT_EQ(me, h);
 	/* Its three, the one it took, the one given to it; not the one in transit. */
 	EXPECT_EQ(5, syncmem_pool_reclaim(p));
-	EXPECT_EQ(N - 2, syncmem_pool_free_count(p));
+	EXPECT_EQ(N - 3, syncmem_pool_free_count(p));
 	for (int i = 0; i < 3; i++)
 		EXPECT_EQ(-EALREADY, syncmem_pool_holder(p, rep.kept[i], &h));
 	EXPECT_EQ(0, syncmem_pool_reclaim(p));
 	/* A message its sender left in transit is still there to be taken. */
-	EXPECT_EQ(0, syncmem_pool_take(p, rep.in_transit));
+	EXPECT_EQ(0, syncmem_pool_take(p, rep.in_transit, rep.id));
 	EXPECT_EQ(0, syncmem_pool_holder(p, rep.in_transit, &h));
 	EXPECT_EQ(me, h);
 	EXPECT_EQ(0, syncmem_pool_free(p, rep.in_transit));
+	EXPECT_EQ(0, syncmem_pool_free(p, rep.unsent));
 	EXPECT_EQ(0, syncmem_pool_free(p, mine));
 	EXPECT_EQ(N, syncmem_pool_free_count(p));
 	EXPECT_EQ(N, pool_drain_check(p, N));

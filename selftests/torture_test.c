@@ -56,7 +56,7 @@ struct tshared {
 	_Atomic uint64_t sections;
 	_Atomic int last_error;
 	_Atomic uint64_t last_word;		/* the lock word it was met with */
-	/* The pool: a message is {tag << 32 | offset}, 0 an empty slot. */
+	/* The pool: a message is msg(offset, giver, tag), 0 an empty slot. */
 	_Atomic uint64_t mailbox[MAILBOX];
 	_Atomic uint64_t next_tag;
 	_Atomic uint32_t in_pool_call[NWORKERS];	/* set around each pool call */
@@ -148,11 +148,28 @@ static void async_locked(void *arg, int result)
 	c->done = 1;
 }
 
+/* A mailbox message: the block (16 bits), its giver's id (32), a tag (16). */
+static uint64_t msg_make(uint32_t off, uint64_t giver, uint64_t tag)
+{
+	return (tag & 0xffff) << 48 | (giver & 0xffffffff) << 16 | off;
+}
+
+static uint32_t msg_off(uint64_t msg)
+{
+	return (uint32_t)(msg & 0xffff);
+}
+
+static uint64_t msg_giver(uint64_t msg)
+{
+	return (msg >> 16) & 0xffffffff;
+}
+
 /* A worker's blocks, each with the stamp it wrote. */
 struct holding {
 	struct syncmem_pool *p;
 	_Atomic uint32_t *busy;		/* this worker's in_pool_call flag */
 	uint32_t off[HELD_MAX], seq[HELD_MAX], n, next_seq, pid;
+	uint64_t id;			/* its pool id, which messages carry */
 };
 
 static struct stamp *stamp_of(struct holding *h, uint32_t off)
@@ -213,13 +230,14 @@ static void pool_step(struct tshared *sh, struct holding *h, uint32_t *s)
 	} else if (op == 2 && h->n && !atomic_load(&sh->mailbox[slot])) {
 		/*
 		 * Post, then give to anyone: a death in between leaves the
-		 * block held by the dead (reclaimed), never lost in transit.
+		 * block to its receiver (-EOWNERDEAD) or to a reclaim, never
+		 * lost in transit.
 		 */
 		if (stamp_kept(sh, h, k)) {
 			off = h->off[k];
 			atomic_store(&stamp_of(h, off)->pid, IN_TRANSIT);
 			tag = atomic_fetch_add(&sh->next_tag, 1) + 1;
-			msg = tag << 32 | off;
+			msg = msg_make(off, h->id, tag);
 			if (atomic_compare_exchange_strong(&sh->mailbox[slot], &(uint64_t){ 0 },
 							   msg)) {
 				drop(h, k);
@@ -235,24 +253,27 @@ static void pool_step(struct tshared *sh, struct holding *h, uint32_t *s)
 		 * Take before emptying the slot: a death in between leaves
 		 * the block held by the dead (reclaimed), never lost.
 		 */
-		off = (uint32_t)msg;
-		ret = syncmem_pool_take(h->p, off);
-		if (ret == 0) {
+		off = msg_off(msg);
+		ret = syncmem_pool_take(h->p, off, msg_giver(msg));
+		if (ret == 0 || ret == -EOWNERDEAD) {
 			/*
-			 * Fails when @msg was stale (its block reclaimed, then
-			 * posted anew elsewhere): the block is ours all the same.
+			 * Ours (from a sender that died before giving it, for
+			 * -EOWNERDEAD: what it wrote before posting is there).
+			 * Emptying fails when another receiver dropped the
+			 * message meanwhile: the block is ours all the same.
 			 */
 			atomic_compare_exchange_strong(&sh->mailbox[slot], &msg, 0);
-			if (atomic_load(&stamp_of(h, off)->pid) != IN_TRANSIT)
+			/* A dead holder's block may be from a stale read: any stamp. */
+			if (ret == 0 && atomic_load(&stamp_of(h, off)->pid) != IN_TRANSIT)
 				atomic_fetch_add(&sh->bad_stamps, 1);
 			hold(h, off);
-		} else if (ret == -EALREADY || ret == 1) {
+		} else if (ret == -EALREADY || ret == 1 || ret == -EBUSY || ret == -ESTALE) {
 			/*
-			 * Stale: its sender or taker died before emptying the
-			 * slot and the block was reclaimed (free, or ours now).
+			 * Stale (its block changed hands since it was posted)
+			 * or taken by another receiver: drop the message.
 			 */
 			atomic_compare_exchange_strong(&sh->mailbox[slot], &msg, 0);
-		} else if (ret != -EBUSY) {	/* busy: not given yet, or being taken */
+		} else if (ret != -EAGAIN) {	/* not given yet */
 			error(sh, ret - 9000);
 		}
 	}
@@ -266,7 +287,8 @@ static void worker(struct syncmem_region *r, struct tshared *sh, int w, uint32_t
 	struct holding h = { .busy = &sh->in_pool_call[w], .pid = (uint32_t)getpid() };
 	uint32_t s = seed | 1;
 
-	if (syncmem_loop_new(&loop) || syncmem_pool_attach(sh->pool, NBLOCKS * 256, &h.p))
+	if (syncmem_loop_new(&loop) || syncmem_pool_attach(sh->pool, NBLOCKS * 256, &h.p) ||
+	    syncmem_pool_self_id(&h.id))
 		_exit(1);
 	for (;;) {
 		int i = rnd(&s) % NLOCKS, ret;
@@ -319,10 +341,11 @@ static pid_t spawn(struct syncmem_region *r, struct tshared *sh, int w, uint32_t
 static int pool_take_back(struct tshared *sh, struct syncmem_pool *p)
 {
 	for (int i = 0; i < MAILBOX; i++) {
-		uint32_t off = (uint32_t)atomic_exchange(&sh->mailbox[i], 0);
+		uint64_t msg = atomic_exchange(&sh->mailbox[i], 0);
+		int ret = msg ? syncmem_pool_take(p, msg_off(msg), msg_giver(msg)) : 1;
 
-		/* -EALREADY or -EBUSY: its taker died; reclaim sees to it. */
-		if (off && !syncmem_pool_take(p, off) && syncmem_pool_free(p, off))
+		/* Else stale: a dead taker's block, which reclaim sees to. */
+		if ((ret == 0 || ret == -EOWNERDEAD) && syncmem_pool_free(p, msg_off(msg)))
 			return -1;
 	}
 	return syncmem_pool_reclaim(p);
@@ -432,22 +455,23 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 	}
 	{
 		int ret = pool_take_back(sh, pool);
-		uint32_t free_now = syncmem_pool_free_count(pool);
+		uint32_t drained = pool_drain_count(pool);
 
 		EXPECT_LE(0, ret);
 		reclaimed += ret > 0 ? ret : 0;
-		TH_LOG("pool: %llu blocks moved, %llu reclaimed from the dead, %u of %u free at "
+		TH_LOG("pool: %llu blocks moved, %llu reclaimed from the dead, %u of %u back at "
 		       "the end; %llu kills landed inside a pool call",
 		       (unsigned long long)atomic_load(&sh->blocks_moved),
-		       (unsigned long long)reclaimed, free_now, NBLOCKS,
+		       (unsigned long long)reclaimed, drained, NBLOCKS,
 		       (unsigned long long)kills_in_pool);
 		/*
 		 * Full count, but for blocks of a process killed inside alloc
 		 * or free between its two atomic steps (documented): never more
-		 * than the kills that landed inside a pool call.
+		 * than the kills that landed inside a pool call. Every block
+		 * that can be allocated is counted free, and nothing is held.
 		 */
-		EXPECT_GE(kills_in_pool, NBLOCKS - free_now);
-		EXPECT_EQ(NBLOCKS - free_now, NBLOCKS - pool_drain_count(pool));
+		EXPECT_GE(kills_in_pool, NBLOCKS - drained);
+		EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(pool));
 		EXPECT_EQ(0, atomic_load(&sh->bad_stamps));
 	}
 	EXPECT_EQ(0, take_everything(r, sh, &s));

@@ -273,7 +273,7 @@ static int read_only_victim(void *arg)
 	if (syncmem_pool_free(p, 8) != -EINVAL)
 		return 34;
 	if (syncmem_pool_give(p, a->block, SYNCMEM_POOL_ANYONE) != -EBADF ||
-	    syncmem_pool_take(p, a->block) != -EBADF || syncmem_pool_reclaim(p) != -EBADF)
+	    syncmem_pool_take(p, a->block, 0) != -EBADF || syncmem_pool_reclaim(p) != -EBADF)
 		return 36;
 	/* Holders can be read: none recorded where no kernel gives ids. */
 	if (syncmem_pool_holder(p, a->block, &holder) || holder != 0)
@@ -336,12 +336,13 @@ TEST(checked_alloc_reports_exhaustion_and_bad_arguments)
 	EXPECT_EQ(-ENODEV, syncmem_pool_reclaim(p));
 	/* Unrecorded blocks may be handed on by anyone. */
 	EXPECT_EQ(0, syncmem_pool_give(p, a, SYNCMEM_POOL_ANYONE));
-	EXPECT_EQ(0, syncmem_pool_holder(p, a, &id));
-	EXPECT_EQ(SYNCMEM_POOL_ANYONE, id);
-	EXPECT_EQ(0, syncmem_pool_take(p, a));
+	EXPECT_EQ(1, syncmem_pool_holder(p, a, &id));	/* in transit, from "no id" */
+	EXPECT_EQ(0, id);
+	EXPECT_EQ(-ESTALE, syncmem_pool_take(p, a, 5));
+	EXPECT_EQ(0, syncmem_pool_take(p, a, 0));
 	EXPECT_EQ(0, syncmem_pool_holder(p, a, &id));
 	EXPECT_EQ(0, id);
-	EXPECT_EQ(1, syncmem_pool_take(p, a));
+	EXPECT_EQ(1, syncmem_pool_take(p, a, 0));
 	EXPECT_EQ(0, syncmem_pool_free(p, a));
 	EXPECT_EQ(0, syncmem_pool_free(p, b));
 	syncmem_pool_detach(p);

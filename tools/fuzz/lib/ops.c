@@ -194,23 +194,25 @@ static void pool_pass(struct worker *w, unsigned int i)
 {
 	struct syncmem_pool *p = w->a->pool;
 	uint32_t off = held.blocks[i];
-	uint64_t holder = 0;
+	uint64_t holder = 0, me = 0;
 	long ret;
 
 	doing(w, "syncmem_pool_give");
 	judge(w, "syncmem_pool_give of an owned block", syncmem_pool_give(p, off, SYNCMEM_POOL_ANYONE),
 	      false, 1, 0L);
+	syncmem_pool_self_id(&me);	/* 0 without the module */
 	doing(w, "syncmem_pool_holder");
 	ret = syncmem_pool_holder(p, off, &holder);
-	if (judge(w, "syncmem_pool_holder of a block in transit", ret, false, 1, 0L) &&
-	    !w->scribbled && holder != SYNCMEM_POOL_ANYONE)
-		finding("block %#x given to anyone names holder %#llx (worker %d seed %#llx)", off,
-			(unsigned long long)holder, w->index, (unsigned long long)w->seed);
+	if (judge(w, "syncmem_pool_holder of a block in transit", ret, false, 1, 1L) &&
+	    !w->scribbled && holder != me)
+		finding("block %#x given to anyone names giver %#llx, not %#llx (worker %d seed %#llx)",
+			off, (unsigned long long)holder, (unsigned long long)me, w->index,
+			(unsigned long long)w->seed);
 	doing(w, "syncmem_pool_take");
-	judge(w, "syncmem_pool_take of a block in transit", syncmem_pool_take(p, off), false, 1,
-	      0L);
-	judge(w, "syncmem_pool_take of a block held already", syncmem_pool_take(p, off), false, 1,
-	      1L);
+	judge(w, "syncmem_pool_take of a block in transit", syncmem_pool_take(p, off, me), false,
+	      1, 0L);
+	judge(w, "syncmem_pool_take of a block held already", syncmem_pool_take(p, off, me),
+	      false, 1, 1L);
 }
 
 static void pool_look(struct worker *w)
