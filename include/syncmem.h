@@ -339,7 +339,10 @@ int syncmem_pool_self_id(uint64_t *id);
  * the entry. A sender that dies before giving leaves its block to the
  * receiver (take: -EOWNERDEAD) or to a reclaim; a receiver that dies
  * before removing the entry leaves the block reclaimable, and the entry
- * stale: the next receiver gets an error that says so.
+ * stale: the next receiver gets an error that says so, unless the same
+ * giver has since given the same block again (a newer message: keep a
+ * sequence number in the block too, and compare it after the take). A
+ * process without an id cannot take part (see pool.rst).
  */
 int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to);
 

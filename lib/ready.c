@@ -79,7 +79,12 @@ int syncmem__ready_wait(const uint32_t *state, const uint64_t *builder, long max
 	bool opened = false;
 	uint32_t s;
 
-	while ((s = __atomic_load_n(state, __ATOMIC_ACQUIRE)) == SYNCMEM__INITIALISING) {
+	/*
+	 * Being built: INIT, or 0 under a claimed builder word (a creator
+	 * between its two claims). Zeroed memory is not a build at all.
+	 */
+	while ((s = __atomic_load_n(state, __ATOMIC_ACQUIRE)) == SYNCMEM__INITIALISING ||
+	       (!s && __atomic_load_n(builder, __ATOMIC_RELAXED))) {
 		/* Past the first naps: is the builder still alive? */
 		if (waited_ns >= 1000000L) {
 			if (!opened) {
@@ -88,8 +93,7 @@ int syncmem__ready_wait(const uint32_t *state, const uint64_t *builder, long max
 			}
 			if (builder_dead(fd, __atomic_load_n(builder, __ATOMIC_RELAXED))) {
 				/* Unless it published before it died. */
-				if (__atomic_load_n(state, __ATOMIC_ACQUIRE) ==
-				    SYNCMEM__INITIALISING) {
+				if (__atomic_load_n(state, __ATOMIC_ACQUIRE) != SYNCMEM__READY) {
 					ret = -ESRCH;
 					goto out;
 				}

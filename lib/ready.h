@@ -29,7 +29,8 @@ void syncmem__ready_publish(uint32_t *state);
 
 /*
  * Wait until @state is READY (acquire): 0; -EPROTO at once for zeroed or
- * foreign memory; -ESRCH once the builder is known to have died
+ * foreign memory (a state of 0 under a claimed builder word is a build
+ * starting, and waited for); -ESRCH once the builder is known to have died
  * part-way (init it again); -ETIMEDOUT after @max_ms while still being
  * built.
  */

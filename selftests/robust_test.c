@@ -855,8 +855,11 @@ TEST(a_pool_or_table_whose_creator_died_part_way_is_built_again)
 	 * takes it over.
 	 */
 	memset(h, 0, plen);
+	EXPECT_EQ(-EPROTO, syncmem_pool_attach(h, plen, &pool));	/* zeroed: at once */
 	h->builder = dead;
-	EXPECT_EQ(-EPROTO, syncmem_pool_attach(h, plen, &pool));
+	t0 = now_ns();
+	EXPECT_EQ(-ESRCH, syncmem_pool_attach(h, plen, &pool));
+	EXPECT_GT(1000 * MS, now_ns() - t0);
 	ASSERT_EQ(0, syncmem_pool_init(h, plen, 64, 16, &pool));
 	EXPECT_EQ(16, syncmem_pool_free_count(pool));
 	syncmem_pool_detach(pool);
