@@ -61,7 +61,8 @@ struct tshared {
 	_Atomic uint64_t next_tag;
 	_Atomic uint32_t in_pool_call[NWORKERS];	/* set around each pool call */
 	_Atomic uint64_t bad_stamps;	/* a block changed under its holder */
-	_Atomic uint64_t blocks_moved;	/* allocations, frees, gives and takes */
+	_Atomic uint64_t blocks_moved;	/* pool steps tried */
+	_Atomic uint64_t given, taken, taken_over;	/* messages posted and received */
 	uint8_t pool[] __attribute__((aligned(64)));
 };
 
@@ -244,6 +245,8 @@ static void pool_step(struct tshared *sh, struct holding *h, uint32_t *s)
 				ret = syncmem_pool_give(h->p, off, SYNCMEM_POOL_ANYONE);
 				if (ret)
 					error(sh, ret - 7000);
+				else
+					atomic_fetch_add(&sh->given, 1);
 			} else {	/* the slot filled meanwhile: keep it */
 				atomic_store(&stamp_of(h, off)->pid, h->pid);
 			}
@@ -266,6 +269,7 @@ static void pool_step(struct tshared *sh, struct holding *h, uint32_t *s)
 			/* A dead holder's block may be from a stale read: any stamp. */
 			if (ret == 0 && atomic_load(&stamp_of(h, off)->pid) != IN_TRANSIT)
 				atomic_fetch_add(&sh->bad_stamps, 1);
+			atomic_fetch_add(ret ? &sh->taken_over : &sh->taken, 1);
 			hold(h, off);
 		} else if (ret == -EALREADY || ret == 1 || ret == -EBUSY || ret == -ESTALE) {
 			/*
@@ -459,11 +463,19 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 
 		EXPECT_LE(0, ret);
 		reclaimed += ret > 0 ? ret : 0;
-		TH_LOG("pool: %llu blocks moved, %llu reclaimed from the dead, %u of %u back at "
-		       "the end; %llu kills landed inside a pool call",
+		TH_LOG("pool: %llu steps, %llu messages given, %llu taken, %llu taken over from "
+		       "a dead sender, %llu blocks reclaimed from the dead, %u of %u back at the "
+		       "end; %llu kills landed inside a pool call",
 		       (unsigned long long)atomic_load(&sh->blocks_moved),
+		       (unsigned long long)atomic_load(&sh->given),
+		       (unsigned long long)atomic_load(&sh->taken),
+		       (unsigned long long)atomic_load(&sh->taken_over),
 		       (unsigned long long)reclaimed, drained, NBLOCKS,
 		       (unsigned long long)kills_in_pool);
+		/* Blocks did change hands, and the dead's were taken back. */
+		EXPECT_LT(0, atomic_load(&sh->given));
+		EXPECT_LT(0, atomic_load(&sh->taken));
+		EXPECT_LT(0, reclaimed);
 		/*
 		 * Full count, but for blocks of a process killed inside alloc
 		 * or free between its two atomic steps (documented): never more
