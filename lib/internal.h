@@ -197,6 +197,8 @@ uint64_t syncmem__process_owner_cached(void);
 int64_t syncmem__process_owner_any(void);
 /* Is owner id @id alive (SYNCMEM_OWNER_QUERY through @fd): 1, 0, or -errno. */
 int syncmem__owner_alive(int fd, uint64_t id);
+/* The same through a handle of its own: 1 dead, 0 alive, or -errno. */
+int syncmem__owner_dead(uint64_t id);
 
 /* Does the caller (this thread, or this process for an async acquisition) hold @l? */
 bool syncmem__lock_held(const struct syncmem_lock *l);

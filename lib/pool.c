@@ -24,9 +24,9 @@
  * to; SYNCMEM_POOL_TABLE for a table's block; 0 when the allocating
  * process could not get an id), or BLOCK_USED | BLOCK_TRANSIT | the
  * giver's id while it is in transit. While it is free: the index + 1 of
- * the next free block on its stack (0: last), top bits clear. The words live outside the
- * blocks, so a block's holder cannot corrupt a list by writing its block,
- * and an 8-byte block is fine. Every change of hands (alloc, free, give,
+ * the next free block on its stack (0: last), top bits clear. The words
+ * live outside the blocks, so a block's holder cannot corrupt a list by
+ * writing its block, and an 8-byte block is fine. Every change of hands (alloc, free, give,
  * take, reclaim) is one store or CAS of that one word, so a block is
  * always either free, or held by exactly one recorded holder.
  *
@@ -667,18 +667,6 @@ int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to)
 	return 0;
 }
 
-/* Is @id dead (1), alive (0), or -errno: one question to the kernel. */
-static int holder_dead(uint64_t id)
-{
-	int fd = syncmem__device_open(), alive;
-
-	if (fd < 0)
-		return fd;
-	alive = syncmem__owner_alive(fd, id);
-	close(fd);
-	return alive < 0 ? alive : !alive;
-}
-
 int syncmem_pool_take(struct syncmem_pool *p, uint32_t off, uint64_t from)
 {
 	uint64_t *word, me, w;
@@ -707,7 +695,7 @@ int syncmem_pool_take(struct syncmem_pool *p, uint32_t off, uint64_t from)
 	if (w != (BLOCK_USED | from) || !from)
 		return -EBUSY;		/* somebody else's */
 	/* Still its sender's: not given yet, unless the sender died. */
-	dead = holder_dead(from);
+	dead = syncmem__owner_dead(from);
 	if (dead <= 0)
 		return dead ? dead : -EAGAIN;
 	/* A dead sender's: ours, as a dead holder's lock is (acquire: its writes). */

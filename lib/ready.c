@@ -30,7 +30,6 @@ int syncmem__ready_claim(uint32_t *state, uint64_t *builder)
 	uint64_t me = got > 0 ? (uint64_t)got : SYNCMEM_OWNER_NOBODY, b = 0;
 	bool took_over = false;
 	uint32_t s;
-	int fd;
 
 	if (!syncmem__writable(state))
 		return -EBADF;
@@ -40,12 +39,9 @@ int syncmem__ready_claim(uint32_t *state, uint64_t *builder)
 	if (!__atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
 		/* Somebody claimed it: a builder that died? Then the build is ours. */
-		fd = syncmem__device_open();
-		took_over = builder_dead(fd, b) &&
+		took_over = syncmem__owner_dead(b) == 1 &&
 			    __atomic_compare_exchange_n(builder, &b, me, false, __ATOMIC_ACQ_REL,
 							__ATOMIC_RELAXED);
-		if (fd >= 0)
-			close(fd);
 		if (!took_over)
 			return -EEXIST;
 	}

@@ -112,3 +112,14 @@ int syncmem__owner_alive(int fd, uint64_t id)
 
 	return syncmem__ioctl(fd, SYNCMEM_IOC_OWNER, &q);
 }
+
+int syncmem__owner_dead(uint64_t id)
+{
+	int fd = syncmem__device_open(), alive;
+
+	if (fd < 0)
+		return fd;
+	alive = syncmem__owner_alive(fd, id);
+	close(fd);
+	return alive < 0 ? alive : !alive;
+}
