@@ -99,6 +99,7 @@ static int edited_victim(void *arg)
 	struct edit_arg *a = arg;
 	struct syncmem_pool *p;
 	uint32_t offs[NBLOCKS], off;
+	uint64_t holder;
 	int n = 0, ret;
 
 	if (syncmem_pool_attach(a->g->mem, a->g->len, &p))
@@ -133,6 +134,11 @@ static int edited_victim(void *arg)
 		LINKS(a->g->mem)[(off - BLOCKS_OFF) / BLOCK] = 0x10000000;
 		if (syncmem_pool_free(p, off) != -EUCLEAN)
 			return 17;
+		/* Give, take and holder see the same garbage the same way. */
+		if (syncmem_pool_give(p, off, SYNCMEM_POOL_ANYONE) != -EUCLEAN ||
+		    syncmem_pool_take(p, off, 0) != -EUCLEAN ||
+		    syncmem_pool_holder(p, off, &holder) != -EUCLEAN)
+			return 18;
 	}
 	syncmem_pool_detach(p);
 	return 0;
