@@ -550,28 +550,54 @@ int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s);
 uint32_t syncmem_sem_value(const struct syncmem_sem *s);	/* units available now */
 
-/* ---- Reader-writer lock, FIFO phases ------------------------------------- */
+/* ---- Reader-writer lock ------------------------------------------------- */
 
 /*
- * A reader-writer lock in shared memory (128 bytes). Every locker passes a
- * fair (FIFO) turnstile: a reader only to count itself in, a writer for its
- * whole section after the readers in front of it drained. Arrival order is
- * therefore kept: consecutive readers share the lock, a writer waits only
- * for those ahead of it, and a steady stream of readers cannot starve it.
+ * A reader-writer lock in shared memory (384 bytes). Readers count
+ * themselves in a slot of their process: an uncontended read lock and
+ * unlock make no system call and write no cache line that another reading
+ * process writes. Writers pass a fair (FIFO) turnstile and keep it for
+ * their section; readers that arrive while a writer holds or waits for it
+ * queue there behind it. A writer waits only for the readers ahead of it,
+ * and a steady stream of readers cannot starve it.
+ *
+ * Death: the shares of a process that dies are released (a writer waiting
+ * for them is woken at once); a writer that dies inside its section is
+ * reported as -EOWNERDEAD to the next locker through the turnstile, which
+ * then holds the lock it asked for. Up to SYNCMEM_RWLOCK_SLOTS processes
+ * read at once through slots; a reader of a further process holds the
+ * turnstile while it reads (it excludes writers and other such readers, not
+ * the readers in slots). Read shares belong to the process: any of its
+ * threads may release one.
+ *
  * Locking it again from a thread that holds it: -EDEADLK for a writer; a
  * reader doing so can deadlock behind a queued writer (as with every fair
- * rwlock), so do not. -EBADF on a read-only region; -EUCLEAN when the
- * reader count would overflow or a word keeps changing under the call.
+ * rwlock), so do not. -EBADF on a read-only region; -EUCLEAN when a count
+ * would overflow or a word keeps changing under the call.
  */
+#define SYNCMEM_RWLOCK_SLOTS	16
+
+struct syncmem_rwlock_slot {
+	uint64_t owner;		/* SYNCMEM_OWNER_* word: the process counted here, 0 if none */
+	uint32_t count;		/* its read shares */
+	uint32_t reserved;
+};
+
 struct syncmem_rwlock {
-	struct syncmem_lock turnstile;	/* fair: arrival order of all lockers */
-	uint32_t readers;	/* readers inside; bit 31: a writer waits for them */
+	struct syncmem_lock turnstile;	/* fair: writers, and readers queued with them */
+	uint32_t closed;	/* 0: readers enter through their slot; bit 31 a
+				 * writer holds the turnstile, below: writers queued */
 	uint32_t writer;	/* thread id of the writer inside, 0 if none */
 	uint32_t reserved[14];
+	struct syncmem_rwlock_slot slot[SYNCMEM_RWLOCK_SLOTS];	/* 4 per cache line */
 } __attribute__((aligned(64)));
 
 void syncmem_rwlock_init(struct syncmem_rwlock *rw);
-/* 0 or -ETIMEDOUT (timed), 0 or -EBUSY (try), -EDEADLK. */
+/*
+ * 0; -EOWNERDEAD: a writer died inside its section before the caller passed
+ * the turnstile (the caller holds the lock it asked for; the data may be
+ * half-written); -ETIMEDOUT (timed), -EBUSY (try), -EDEADLK.
+ */
 int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
 int syncmem_rwlock_rdlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
 				int64_t timeout_ns);
@@ -586,8 +612,9 @@ int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region
 int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg);
 /*
- * Release: the writer's lock if this thread is the writer inside, else one
- * reader's share. -EPERM when neither is held.
+ * Release: the write lock if the caller holds it (this thread, or this
+ * process for one taken asynchronously), else one of this process's read
+ * shares. -EPERM when neither is held.
  */
 int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
 

@@ -189,7 +189,14 @@ uint32_t syncmem__process_gen(void);
 /* This process's owner id (async acquisitions), or -errno. */
 int64_t syncmem__process_owner(int fd);
 /* This process's owner id if it has fetched one, else 0. */
-uint64_t syncmem__process_owner_cached(void);
+extern uint64_t syncmem__process_owner_id;
+
+static inline uint64_t syncmem__process_owner_cached(void)
+{
+	return __atomic_load_n(&syncmem__process_owner_id, __ATOMIC_RELAXED);
+}
+/* Tests over plain shared memory (no kernel to issue ids): use @id as the process's. */
+void syncmem__process_owner_stand_in(uint64_t id);
 /*
  * This process's owner id, through a handle of its own when none is at
  * hand; -errno when the kernel cannot give one (-ENODEV: no module).

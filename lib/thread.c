@@ -15,7 +15,7 @@
 
 __thread uint32_t syncmem__cached_tid __attribute__((tls_model("initial-exec")));
 __thread uint64_t syncmem__cached_owner __attribute__((tls_model("initial-exec")));
-static uint64_t process_owner;
+uint64_t syncmem__process_owner_id;
 static uint32_t process_gen;	/* bumped in every forked child */
 
 /* A forked child is a new thread and a new process with the same memory: look again. */
@@ -24,7 +24,7 @@ static void forget_ids(void)
 	__atomic_store_n(&process_gen, process_gen + 1, __ATOMIC_RELAXED);
 	syncmem__cached_tid = 0;
 	syncmem__cached_owner = 0;
-	__atomic_store_n(&process_owner, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&syncmem__process_owner_id, 0, __ATOMIC_RELAXED);
 }
 
 static void register_fork_handler(void)
@@ -73,7 +73,7 @@ int64_t syncmem__owner_slow(int fd)
 
 int64_t syncmem__process_owner(int fd)
 {
-	uint64_t id = __atomic_load_n(&process_owner, __ATOMIC_RELAXED);
+	uint64_t id = __atomic_load_n(&syncmem__process_owner_id, __ATOMIC_RELAXED);
 	int64_t got;
 
 	if (id)
@@ -81,13 +81,13 @@ int64_t syncmem__process_owner(int fd)
 	/* Every thread that asks gets the same id: racing stores agree. */
 	got = fetch_owner(fd, SYNCMEM_OWNER_PROCESS);
 	if (got > 0)
-		__atomic_store_n(&process_owner, (uint64_t)got, __ATOMIC_RELAXED);
+		__atomic_store_n(&syncmem__process_owner_id, (uint64_t)got, __ATOMIC_RELAXED);
 	return got;
 }
 
-uint64_t syncmem__process_owner_cached(void)
+void syncmem__process_owner_stand_in(uint64_t id)
 {
-	return __atomic_load_n(&process_owner, __ATOMIC_RELAXED);
+	__atomic_store_n(&syncmem__process_owner_id, id, __ATOMIC_RELAXED);
 }
 
 int64_t syncmem__process_owner_any(void)

@@ -417,6 +417,141 @@ TEST_F(robust, a_writer_that_dies_inside_is_reported_and_the_rwlock_goes_on)
 	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
 }
 
+/* A child that takes a read share, says so, and waits to be killed (or @stop). */
+static pid_t reader_child(struct syncmem_region *r, struct rshared *sh, _Atomic uint32_t *stop)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (syncmem_rwlock_rdlock(r, &sh->rw))
+			_exit(1);
+		atomic_fetch_add(&sh->ready, 1);
+		while (!stop || !atomic_load(stop))
+			usleep(1000);
+		_exit(syncmem_rwlock_unlock(r, &sh->rw) ? 2 : 0);
+	}
+	return pid;
+}
+
+static uint32_t read_shares(const struct syncmem_rwlock *rw)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < SYNCMEM_RWLOCK_SLOTS; i++)
+		n += __atomic_load_n(&rw->slot[i].count, __ATOMIC_RELAXED);
+	return n;
+}
+
+static void wrote(void *arg, int result)
+{
+	*(int *)arg = result;
+}
+
+/* A writer child, blocking or async: 0 once it got the lock. */
+static int writer_waits_out(struct syncmem_region *r, struct rshared *sh, bool async)
+{
+	struct syncmem_loop *loop;
+	int result = 1;
+
+	if (!async)
+		return syncmem_rwlock_wrlock_timed(r, &sh->rw, 20000 * MS) ? 10 : 0;
+	if (syncmem_loop_new(&loop) ||
+	    syncmem_rwlock_wrlock_async(loop, r, &sh->rw, wrote, &result))
+		return 11;
+	while (result == 1)
+		if (syncmem_loop_run_once(loop, 20000 * MS) < 0)
+			return 12;
+	return result ? 13 : 0;
+}
+
+TEST_F(robust, a_dead_readers_share_is_released_and_the_waiting_writer_woken_at_once)
+{
+	struct rshared *sh = self->sh;
+
+	for (int async = 0; async < 2; async++) {
+		int64_t killed;
+		pid_t reader, writer;
+
+		syncmem_rwlock_init(&sh->rw);
+		atomic_store(&sh->ready, 0);
+		reader = reader_child(self->r, sh, NULL);
+		ASSERT_LT(0, reader);
+		while (!atomic_load(&sh->ready))
+			usleep(1000);
+		EXPECT_EQ(1, read_shares(&sh->rw));
+		writer = fork();
+		ASSERT_LE(0, writer);
+		if (writer == 0)
+			_exit(writer_waits_out(self->r, sh, async));
+		/* The writer sleeps on the reader's slot. */
+		ASSERT_TRUE(await_waiters(self->r, 1));
+		usleep(50000);
+		killed = now_ns();
+		kill_and_reap(reader);
+		EXPECT_EQ(0, wait_exit(writer));
+		/* Woken by the death, not by a timeout of its own. */
+		EXPECT_GT(2000 * MS, now_ns() - killed);
+		/* Its slot is free again, the lock too (the writer exited holding it). */
+		EXPECT_EQ(0, read_shares(&sh->rw));
+		for (int i = 0; i < SYNCMEM_RWLOCK_SLOTS; i++)
+			EXPECT_EQ(0, sh->rw.slot[i].owner);
+		EXPECT_EQ(-EOWNERDEAD, syncmem_rwlock_wrlock(self->r, &sh->rw));
+		EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	}
+}
+
+TEST_F_TIMEOUT(robust, readers_beyond_the_slots_share_and_dead_slots_are_taken_over, 120)
+{
+	enum { N = SYNCMEM_RWLOCK_SLOTS };
+	struct rshared *sh = self->sh;
+	_Atomic uint32_t *stop = &sh->got;
+	uint64_t me = 0;
+	pid_t pids[N], checker;
+	int found = -1;
+
+	syncmem_rwlock_init(&sh->rw);
+	atomic_store(&sh->ready, 0);
+	atomic_store(stop, 0);
+	for (int i = 0; i < N; i++) {
+		pids[i] = reader_child(self->r, sh, stop);
+		ASSERT_LT(0, pids[i]);
+	}
+	while (atomic_load(&sh->ready) < N)
+		usleep(1000);
+	EXPECT_EQ(N, read_shares(&sh->rw));
+	/* Every slot is a live process's: this one reads holding the turnstile. */
+	ASSERT_EQ(0, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	EXPECT_EQ(N, read_shares(&sh->rw));
+	EXPECT_NE(0, sh->rw.turnstile.word);
+	checker = fork();
+	ASSERT_LE(0, checker);
+	if (checker == 0)
+		_exit(syncmem_rwlock_trywrlock(self->r, &sh->rw) == -EBUSY ? 0 : 1);
+	EXPECT_EQ(0, wait_exit(checker));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, sh->rw.turnstile.word);
+	/* One slot's process dies holding its share: a reader takes the slot over. */
+	kill_and_reap(pids[0]);
+	ASSERT_EQ(0, syncmem_pool_self_id(&me));
+	for (int tries = 0; tries < 100 && found < 0; tries++) {
+		ASSERT_EQ(0, syncmem_rwlock_rdlock(self->r, &sh->rw));
+		for (int i = 0; i < N; i++)
+			if (sh->rw.slot[i].owner == me)
+				found = i;
+		ASSERT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	}
+	ASSERT_LE(0, found);
+	/* The dead process's share was forgotten with it. */
+	EXPECT_EQ(N - 1, read_shares(&sh->rw));
+	atomic_store(stop, 1);
+	for (int i = 1; i < N; i++)
+		EXPECT_EQ(0, wait_exit(pids[i]));
+	EXPECT_EQ(0, read_shares(&sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_trywrlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, sh->rw.closed);
+}
+
 TEST(a_key_whose_holder_died_goes_to_the_next_locker)
 {
 	size_t len = syncmem_keyed_footprint(16);

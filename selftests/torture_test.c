@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Kill torture: worker processes take locks (default, fair, blocking and
- * async, the write side of an rwlock, a held gate blocking and async) and
+ * async, both sides of an rwlock, a held gate blocking and async) and
  * update two counters that are
  * only equal outside a critical section, and allocate, free and pass pool
  * blocks to each other through a mailbox, while a killer SIGKILLs random
@@ -54,6 +54,7 @@ struct tshared {
 	_Atomic uint64_t dirty_unreported;	/* a != b without -EOWNERDEAD */
 	_Atomic uint64_t errors;		/* any other unexpected result */
 	_Atomic uint64_t sections;
+	_Atomic uint64_t read_sections;	/* of the rwlock */
 	_Atomic int last_error;
 	_Atomic uint64_t last_word;		/* the lock word it was met with */
 	/* The pool: a message is msg(offset, giver, tag), 0 an empty slot. */
@@ -147,6 +148,63 @@ static void async_locked(void *arg, int result)
 		error(c->sh, result);
 	}
 	c->done = 1;
+}
+
+/*
+ * A read section of the rwlock; a kill inside leaves a share behind. A
+ * reader told of a writer that died inside repairs, as a writer would: no
+ * writer is in, and other readers do not touch the pair.
+ */
+static void read_section(struct tshared *sh, int ret, uint32_t *s)
+{
+	if (ret == -EOWNERDEAD) {
+		atomic_fetch_add(&sh->ownerdead[RW], 1);
+		sh->g[RW].b = sh->g[RW].a;
+	}
+	spin_a_little(s);
+	atomic_fetch_add(&sh->read_sections, 1);
+}
+
+static void read_locked(void *arg, int result)
+{
+	struct async_ctx *c = arg;
+
+	if (result == 0 || result == -EOWNERDEAD) {
+		read_section(c->sh, result, c->s);
+		if (syncmem_rwlock_unlock(c->r, &c->sh->rw))
+			error(c->sh, -6000);
+	} else {
+		error(c->sh, result);
+	}
+	c->done = 1;
+}
+
+/* Read the rwlock, blocking or async. */
+static void read_step(struct syncmem_region *r, struct tshared *sh, struct syncmem_loop *loop,
+		      uint32_t *s)
+{
+	struct async_ctx c = { r, sh, RW, 0, s };
+	int ret;
+
+	if (rnd(s) % 3 == 0) {
+		ret = syncmem_rwlock_rdlock_async(loop, r, &sh->rw, read_locked, &c);
+		if (ret) {
+			error(sh, ret);
+			return;
+		}
+		while (!c.done)
+			if (syncmem_loop_run_once(loop, 1000 * MS) < 0)
+				error(sh, -6001);
+		return;
+	}
+	ret = syncmem_rwlock_rdlock(r, &sh->rw);
+	if (ret && ret != -EOWNERDEAD) {
+		error(sh, ret);
+		return;
+	}
+	read_section(sh, ret, s);
+	if (syncmem_rwlock_unlock(r, &sh->rw))
+		error(sh, -6002);
 }
 
 /* A mailbox message: the block (16 bits), its giver's id (32), a tag (16). */
@@ -299,6 +357,10 @@ static void worker(struct syncmem_region *r, struct tshared *sh, int w, uint32_t
 
 		if (rnd(&s) % 2) {
 			pool_step(sh, &h, &s);
+			continue;
+		}
+		if (i == RW && rnd(&s) % 2) {
+			read_step(r, sh, loop, &s);
 			continue;
 		}
 
@@ -490,10 +552,11 @@ TEST_F_TIMEOUT(torture, kill_torture, 7200)
 	for (int i = 0; i < NLOCKS; i++)
 		reports += atomic_load(&sh->ownerdead[i]);
 	TH_LOG("%llu kills survived, %llu objects taken back within 1 s, %llu sections, "
-	       "%llu -EOWNERDEAD reports", (unsigned long long)kills,
+	       "%llu read sections, %llu -EOWNERDEAD reports", (unsigned long long)kills,
 	       (unsigned long long)checks, (unsigned long long)atomic_load(&sh->sections),
-	       (unsigned long long)reports);
+	       (unsigned long long)atomic_load(&sh->read_sections), (unsigned long long)reports);
 	EXPECT_LT(0, kills);
+	EXPECT_LT(0, atomic_load(&sh->read_sections));
 	EXPECT_EQ(0, atomic_load(&sh->dirty_unreported));
 	EXPECT_EQ(0, atomic_load(&sh->errors));
 	if (atomic_load(&sh->errors))

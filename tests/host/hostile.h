@@ -65,6 +65,8 @@ static inline void guarded_unmap(struct guarded *g)
 
 /* The owner id stand-in regions lock as (no kernel issues one). */
 #define STAND_IN_OWNER	0x5eedull
+/* And the process id its read shares are counted under. */
+#define STAND_IN_PROCESS	0x5eefull
 
 /*
  * A region handle over plain shared memory, for calls that take one. Its
@@ -81,6 +83,7 @@ static inline int stand_in_region(struct syncmem_region *r, void *mem, size_t le
 	syncmem__region_fill(r, fd, mem, len, rdonly);
 	/* No kernel to issue owner ids: this thread (and its forks) takes one. */
 	syncmem__cached_owner = STAND_IN_OWNER;
+	syncmem__process_owner_stand_in(STAND_IN_PROCESS);
 	return 0;
 }
 

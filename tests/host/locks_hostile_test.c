@@ -124,12 +124,15 @@ static int impossible_victim(void *arg)
 	CHECK(syncmem_sem_post(r, &o->sem) == -EUCLEAN, 15);
 	CHECK(o->sem.word == 0xffffffffull << 32, 16);
 
-	/* A reader count that one more reader would carry into bit 31. */
-	o->rw.readers = 0x7fffffff;
+	/* A slot of this process counting more shares than a slot may. */
+	o->rw.slot[0].owner = STAND_IN_PROCESS;
+	o->rw.slot[0].count = 0x7fffffff;
 	CHECK(syncmem_rwlock_tryrdlock(r, &o->rw) == -EUCLEAN, 17);
 	CHECK(syncmem_rwlock_rdlock_timed(r, &o->rw, MS) == -EUCLEAN, 18);
-	CHECK(o->rw.readers == 0x7fffffff, 19);
+	CHECK(o->rw.slot[0].count == 0x7fffffff, 19);
 	CHECK(o->rw.turnstile.word == 0, 20);	/* let go of */
+	CHECK(o->rw.closed == 0, 23);
+	o->rw.slot[0].count = 0;
 	return 0;
 }
 
@@ -159,10 +162,13 @@ static int changing_victim(void *arg)
 	CHECK(syncmem_sem_wait(r, &o->sem) == -EUCLEAN, 5);
 	CHECK(o->sem.word == 1ull << 63, 6);	/* until the next post */
 	/* A reader inside: the writer waits for it to leave, gives up. */
-	o->rw.readers = 1;
+	o->rw.slot[5].owner = 12345;
+	o->rw.slot[5].count = 1;
 	CHECK(syncmem_rwlock_wrlock(r, &o->rw) == -EUCLEAN, 7);
-	CHECK(o->rw.readers == 1, 8);
+	CHECK(o->rw.slot[5].count == 1, 8);
 	CHECK(o->rw.turnstile.word == 0, 9);
+	CHECK(o->rw.closed == 0, 10);	/* open to readers again */
+	CHECK(o->rw.slot[5].owner == 12345, 11);	/* no waiters bit left */
 	return 0;
 }
 

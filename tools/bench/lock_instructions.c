@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * lock_instructions KIND N: N uncontended lock+unlock pairs of KIND
- * (syncmem, fair, pthread) inside one function, for valgrind --tool=callgrind
+ * (syncmem, fair, pthread; rdlock, pthread_rd: read lock and unlock of an
+ * rwlock) inside one function, for valgrind --tool=callgrind
  * --toggle-collect=KIND_pair (see tools/bench/lock-instructions).
  *
  * It runs on the host, where the module cannot be loaded: an uncontended
@@ -17,6 +18,8 @@
 
 __attribute__((noinline)) int syncmem_pair(struct syncmem_region *r, struct syncmem_lock *l);
 __attribute__((noinline)) int pthread_pair(pthread_mutex_t *m);
+__attribute__((noinline)) int rdlock_pair(struct syncmem_region *r, struct syncmem_rwlock *rw);
+__attribute__((noinline)) int pthread_rd_pair(pthread_rwlock_t *rw);
 
 __attribute__((noinline)) int syncmem_pair(struct syncmem_region *r, struct syncmem_lock *l)
 {
@@ -28,11 +31,37 @@ __attribute__((noinline)) int pthread_pair(pthread_mutex_t *m)
 	return pthread_mutex_lock(m) | pthread_mutex_unlock(m);
 }
 
+__attribute__((noinline)) int rdlock_pair(struct syncmem_region *r, struct syncmem_rwlock *rw)
+{
+	return syncmem_rwlock_rdlock(r, rw) | syncmem_rwlock_unlock(r, rw);
+}
+
+__attribute__((noinline)) int pthread_rd_pair(pthread_rwlock_t *rw)
+{
+	return pthread_rwlock_rdlock(rw) | pthread_rwlock_unlock(rw);
+}
+
+/* One pair of @kind. */
+static int pair(const char *kind, struct syncmem_region *r, struct syncmem_lock *l,
+		pthread_mutex_t *m, struct syncmem_rwlock *rw, pthread_rwlock_t *prw)
+{
+	if (!strcmp(kind, "pthread"))
+		return pthread_pair(m);
+	if (!strcmp(kind, "rdlock"))
+		return rdlock_pair(r, rw);
+	if (!strcmp(kind, "pthread_rd"))
+		return pthread_rd_pair(prw);
+	return syncmem_pair(r, l);
+}
+
 int main(int argc, char **argv)
 {
 	struct syncmem_region r;
+	pthread_rwlockattr_t ra;
 	pthread_mutexattr_t a;
+	pthread_rwlock_t *prw;
 	pthread_mutex_t *m;
+	struct syncmem_rwlock *rw;
 	struct syncmem_lock *l;
 	long n;
 	int bad = 0;
@@ -42,9 +71,15 @@ int main(int argc, char **argv)
 	n = atol(argv[2]);
 	syncmem__region_fill(&r, -1, memfd_shared(4096), 4096, false);
 	m = memfd_shared(4096);
-	if (!r.base || !m)
+	prw = memfd_shared(4096);
+	if (!r.base || !m || !prw)
 		return 1;
 	l = r.base;
+	rw = (struct syncmem_rwlock *)((char *)r.base + 1024);
+	syncmem_rwlock_init(rw);
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setpshared(&ra, PTHREAD_PROCESS_SHARED);
+	pthread_rwlock_init(prw, &ra);
 	syncmem_lock_init(l, strcmp(argv[1], "fair") ? 0 : SYNCMEM_LOCK_FAIR);
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
@@ -54,8 +89,9 @@ int main(int argc, char **argv)
 	 * lock is cached by hand. Warm-up: the pages get faulted in.
 	 */
 	syncmem__cached_owner = 1;
-	bad |= syncmem_pair(&r, l) | pthread_pair(m);
+	syncmem__process_owner_stand_in(2);
+	bad |= pair(argv[1], &r, l, m, rw, prw);
 	for (long i = 0; i < n; i++)
-		bad |= strcmp(argv[1], "pthread") ? syncmem_pair(&r, l) : pthread_pair(m);
+		bad |= pair(argv[1], &r, l, m, rw, prw);
 	return bad ? 1 : 0;
 }

@@ -194,10 +194,14 @@ static void check_idle(struct arena *a, bool try_only)
 	}
 	for (int i = 0; i < NRWLOCKS; i++) {
 		struct syncmem_rwlock *rw = (struct syncmem_rwlock *)(a->base + a->at.rwlocks) + i;
+		uint32_t shares = 0;
 
-		if (rw->readers || rw->writer || rw->turnstile.word)
-			finding("after the clean phase rwlock %d has readers %#x writer %u turnstile %#llx",
-				i, rw->readers, rw->writer, (unsigned long long)rw->turnstile.word);
+		for (int j = 0; j < SYNCMEM_RWLOCK_SLOTS; j++)
+			shares += rw->slot[j].count;
+		if (shares || rw->closed || rw->writer || rw->turnstile.word)
+			finding("after the clean phase rwlock %d has %u read shares, closed %#x writer %u turnstile %#llx",
+				i, shares, rw->closed, rw->writer,
+				(unsigned long long)rw->turnstile.word);
 	}
 }
 
