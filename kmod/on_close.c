@@ -6,6 +6,13 @@
  * release of its handle publishes "died" for it, so nobody waits forever
  * (the single-flight leader of libsyncmem uses it for -EOWNERDEAD).
  *
+ * Counting actions (SYNCMEM_ON_CLOSE_ADD) add their value as they are armed
+ * and take it back at release, or at a DISARM with SYNCMEM_DISARM_UNDO: a
+ * process's part in a shared count that is undone if it dies (the
+ * followers of a single-flight count themselves so). The addition and
+ * the listing happen under the lock, and so do the subtraction and the
+ * unlisting, so a count is never added without an action to undo it.
+ *
  * The list is short (SYNCMEM_ON_CLOSE_MAX) and only touched by arm, disarm
  * and release, so a plain list under a spinlock is enough.
  */
@@ -26,6 +33,7 @@ struct syncmem_on_close_action {
 	u64 user_data;
 	u32 size;
 	bool if_equal;
+	bool add;		/* counting: @value was added at arm */
 };
 
 void syncmem_on_close_init(struct syncmem_handle *h)
@@ -65,6 +73,8 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 		return -EFAULT;
 	if ((arg.flags & ~SYNCMEM_ON_CLOSE_FLAGS) || arg.pad)
 		return -EINVAL;
+	if ((arg.flags & SYNCMEM_ON_CLOSE_ADD) && (arg.flags & SYNCMEM_ON_CLOSE_IF_EQUAL))
+		return -EINVAL;
 	if (arg.size == 4 && arg.expected > U32_MAX)
 		return -EINVAL;
 	r = syncmem_region_get_fd(arg.region_fd, true, NULL);
@@ -89,6 +99,7 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 		.user_data = arg.user_data,
 		.size = arg.size,
 		.if_equal = arg.flags & SYNCMEM_ON_CLOSE_IF_EQUAL,
+		.add = arg.flags & SYNCMEM_ON_CLOSE_ADD,
 	};
 
 	spin_lock(&h->on_close_lock);
@@ -99,6 +110,8 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 	if (!ret) {
 		list_add_tail(&a->node, &h->on_close);
 		h->nr_on_close++;
+		if (a->add)
+			syncmem_word_add_return(r, a->offset, a->size, a->value);
 	}
 	spin_unlock(&h->on_close_lock);
 	if (!ret)
@@ -115,22 +128,30 @@ long syncmem_ioctl_disarm(struct syncmem_handle *h, void __user *uarg)
 {
 	struct syncmem_on_close_action *a;
 	struct syncmem_disarm arg;
+	bool undo;
+	long ret = 0;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags || arg.pad)
+	if ((arg.flags & ~SYNCMEM_DISARM_FLAGS) || arg.pad)
 		return -EINVAL;
+	undo = arg.flags & SYNCMEM_DISARM_UNDO;
 	spin_lock(&h->on_close_lock);
 	a = syncmem_on_close_find(h, arg.user_data);
-	if (a) {
+	if (a && undo && !a->add) {
+		ret = -EINVAL;
+	} else if (a) {
 		list_del(&a->node);
 		h->nr_on_close--;
+		if (undo)
+			ret = !syncmem_word_add_return(a->r, a->offset, a->size, -a->value);
 	}
 	spin_unlock(&h->on_close_lock);
 	if (!a)
 		return -ENOENT;
-	syncmem_on_close_free(h, a);
-	return 0;
+	if (ret >= 0)
+		syncmem_on_close_free(h, a);
+	return ret;
 }
 
 /* The handle is being released: run what is still armed, oldest first. */
@@ -145,8 +166,11 @@ void syncmem_on_close_run(struct syncmem_handle *h)
 	spin_unlock(&h->on_close_lock);
 
 	list_for_each_entry_safe(a, tmp, &armed, node) {
-		syncmem_store_wake_all(a->r, a->offset, a->size, a->if_equal,
-				       a->expected, a->value);
+		if (a->add)
+			syncmem_add_wake_all(a->r, a->offset, a->size, -a->value);
+		else
+			syncmem_store_wake_all(a->r, a->offset, a->size, a->if_equal,
+					       a->expected, a->value);
 		list_del(&a->node);
 		syncmem_on_close_free(h, a);
 	}

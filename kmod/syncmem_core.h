@@ -251,6 +251,8 @@ int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
 		       u64 value);
 long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 			    bool if_equal, u64 expected, u64 value);
+u64 syncmem_word_add_return(struct syncmem_region *r, u64 offset, u32 size, u64 value);
+long syncmem_add_wake_all(struct syncmem_region *r, u64 offset, u32 size, u64 value);
 long syncmem_ioctl_wait(struct syncmem_region *r, struct file *file,
 			void __user *uarg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);

@@ -467,6 +467,24 @@ static void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size,
 		atomic64_add((s64)value, (atomic64_t *)p);
 }
 
+/*
+ * syncmem_word_add_return - add to a word (wrapping), atomically
+ * @r:		The region (a reference is held by the caller).
+ * @offset:	The word, validated with syncmem_word_check().
+ * @size:	4 or 8.
+ * @value:	What to add (the low 32 bits for a 4-byte word).
+ *
+ * Returns the word's new value. Takes no lock: callable under a spinlock.
+ */
+u64 syncmem_word_add_return(struct syncmem_region *r, u64 offset, u32 size, u64 value)
+{
+	void *p = syncmem_region_word(r, offset);
+
+	if (size == 4)
+		return (u32)atomic_add_return((int)(u32)value, (atomic_t *)p);
+	return (u64)atomic64_add_return((s64)value, (atomic64_t *)p);
+}
+
 /* Clear the top bit of the word, with one atomic instruction. */
 static void syncmem_word_clear_top(struct syncmem_region *r, u64 offset, u32 size)
 {
@@ -1072,6 +1090,13 @@ long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 	} else {
 		syncmem_word_write(r, offset, size, value);
 	}
+	return syncmem_notify(r, offset, U32_MAX);
+}
+
+/* The same for an addition (wrapping): returns the number woken. */
+long syncmem_add_wake_all(struct syncmem_region *r, u64 offset, u32 size, u64 value)
+{
+	syncmem_word_add_return(r, offset, size, value);
 	return syncmem_notify(r, offset, U32_MAX);
 }
 

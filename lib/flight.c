@@ -12,10 +12,18 @@
  * release and wakes the followers. Each caller copies the result out and
  * drops its count; the last one frees the block and the entry.
  *
+ * Every caller's count is a robust count (syncmem__count_arm()): the
+ * kernel adds it and takes it back when the caller's process dies, so a
+ * caller may die anywhere without leaving its count in the entry. An
+ * entry that is unlinked and counts nobody is garbage that whoever holds
+ * the table lock may free, with its result block: the last caller does,
+ * and a table that runs out of entries or blocks sweeps such entries
+ * first (the last caller may have died between its count and the free).
+ *
  * If the leader's process dies before DONE, the kernel runs the guard when
  * its handle goes away: DIED is stored (only if the word still says
  * RUNNING) and the followers wake to -EOWNERDEAD. The first caller to see a
- * DIED entry drops the dead leader's count and unlinks it.
+ * DIED entry unlinks it.
  *
  * Every call validates the table against its region (keytab.h's view) and
  * attaches the result pool afresh; what it reads from the entry is
@@ -45,6 +53,7 @@ struct flight_call {
 	struct keytab_entry *e;
 	struct flight_call *outer;	/* the flight this thread led around this one */
 	uint64_t guard;
+	uint64_t count;			/* the robust count's id; 0: a plain count */
 	uint32_t block;			/* a leader's result block */
 	bool leader;
 };
@@ -126,47 +135,87 @@ static int flight_call_init(struct flight_call *c, struct syncmem_region *r,
 }
 
 /*
- * Drop one count of @e; the last one frees the result block and the entry.
- * Table lock held.
+ * Table lock held: free @e and its result block if it is garbage
+ * (allocated, unlinked, counting nobody). True if freed.
  */
-static void flight_put_locked(struct flight_call *c, struct keytab_entry *e)
+static bool flight_free_if_garbage_locked(struct flight_call *c, struct keytab_entry *e)
 {
 	struct flight *fl = entry_flight(e);
 
-	if (syncmem__keytab_put(e) != 1)
-		return;
-	if (fl->linked && syncmem__keytab_unlink(&c->v, e))
-		return;		/* corrupted: leave the entry where it is */
+	if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&fl->linked, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&e->refs, __ATOMIC_RELAXED))
+		return false;
 	syncmem_pool_free(&c->pool, __atomic_load_n(&fl->result_off, __ATOMIC_RELAXED));
 	syncmem__keytab_free(&c->v, e);
+	return true;
 }
 
 /*
- * A flight whose leader died: unlink it and drop the leader's count, once.
- * Returns true when @e was freed.
+ * Table lock held: a flight whose leader died is unlinked (new callers
+ * start a new one) and freed if nobody counts on it. True when freed.
  */
 static bool flight_reap_dead_locked(struct flight_call *c, struct keytab_entry *e)
 {
 	struct flight *fl = entry_flight(e);
-	bool last = e->refs == 1;
 
-	if (__atomic_load_n(&fl->done, __ATOMIC_ACQUIRE) != FLIGHT_DIED || fl->leader_gone)
+	if (__atomic_load_n(&fl->done, __ATOMIC_ACQUIRE) != FLIGHT_DIED)
 		return false;
-	fl->leader_gone = 1;
 	if (fl->linked) {
-		syncmem__keytab_unlink(&c->v, e);
+		if (syncmem__keytab_unlink(&c->v, e))
+			return false;	/* corrupted: leave the entry where it is */
 		fl->linked = 0;
 	}
-	flight_put_locked(c, e);
-	return last;
+	return flight_free_if_garbage_locked(c, e);
 }
 
+/*
+ * Table lock held, out of entries or blocks: free every entry that is
+ * garbage (its last caller died before freeing it) or a dead leader's.
+ * The number freed.
+ */
+static uint32_t flight_sweep_locked(struct flight_call *c)
+{
+	uint32_t freed = 0;
+
+	for (uint32_t i = 0; i < c->v.nentries; i++) {
+		struct keytab_entry *e =
+			(struct keytab_entry *)(c->v.entries + (size_t)i * KEYTAB_ENTRY_SIZE);
+
+		if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED))
+			continue;
+		freed += flight_reap_dead_locked(c, e) || flight_free_if_garbage_locked(c, e);
+	}
+	return freed;
+}
+
+/* Count this caller in @e (table lock held): robust when the kernel can. */
+static int flight_count_in(struct flight_call *c, struct keytab_entry *e)
+{
+	if (__atomic_load_n(&e->refs, __ATOMIC_RELAXED) == UINT32_MAX)
+		return -EUCLEAN;
+	if (!syncmem__count_arm(c->r, &e->refs, &c->count))
+		return 0;
+	/* Too many armed in this process: a plain count (lost if it dies). */
+	c->count = 0;
+	return syncmem__keytab_get(e);
+}
+
+/* Drop this caller's count; the last one frees the entry. */
 static void flight_put(struct flight_call *c)
 {
+	if (c->count) {
+		/* 1: we were the last. A dead leader's flight is unlinked by whoever sees it. */
+		if (syncmem__count_undo(c->count) != 1 &&
+		    __atomic_load_n(&entry_flight(c->e)->done, __ATOMIC_RELAXED) != FLIGHT_DIED)
+			return;
+	}
 	if (syncmem__keytab_lock(c->r, &c->v, SYNCMEM_FOREVER))
 		return;
+	if (!c->count)
+		syncmem__keytab_put(c->e);
 	if (!flight_reap_dead_locked(c, c->e))
-		flight_put_locked(c, c->e);
+		flight_free_if_garbage_locked(c, c->e);
 	syncmem__keytab_unlock(c->r, &c->v);
 }
 
@@ -180,22 +229,32 @@ static int flight_start_locked(struct flight_call *c, const void *key, size_t le
 	/* The table's block, not this process's: no reclaim frees it under the entry. */
 	int err = syncmem__pool_alloc_unheld(&c->pool, &block);
 
+	/* Out of blocks or entries: take back what dead callers left, once. */
+	if (err == -ENOMEM && flight_sweep_locked(c))
+		err = syncmem__pool_alloc_unheld(&c->pool, &block);
 	if (err)
 		return err;
 	err = syncmem__keytab_insert(&c->v, key, len, hash, &e);
+	if (err == -ENOSPC && flight_sweep_locked(c))
+		err = syncmem__keytab_insert(&c->v, key, len, hash, &e);
 	if (err) {
 		syncmem_pool_free(&c->pool, block);
 		return err;
 	}
 	fl = entry_flight(e);
 	*fl = (struct flight){ .result_off = block, .leader = (uint32_t)getpid(), .linked = 1 };
-	e->refs = 1;
-	/* Armed before anyone can see us as the leader. */
-	err = syncmem__guard_arm(c->r, &fl->done, FLIGHT_RUNNING, FLIGHT_DIED, &c->guard);
+	/* Counted and guarded before anyone can see us as the leader. */
+	err = syncmem__count_arm(c->r, &e->refs, &c->count);
+	if (!err) {
+		err = syncmem__guard_arm(c->r, &fl->done, FLIGHT_RUNNING, FLIGHT_DIED,
+					 &c->guard);
+		if (err)
+			syncmem__count_undo(c->count);
+	}
 	if (err) {
 		fl->linked = 0;
 		syncmem__keytab_unlink(&c->v, e);
-		flight_put_locked(c, e);
+		flight_free_if_garbage_locked(c, e);
 		return err;
 	}
 	c->e = e;
@@ -220,7 +279,7 @@ static int flight_join(struct flight_call *c, const void *key, size_t len)
 		if (leading_it(e))
 			err = -EDEADLK;	/* fn asked for its own key */
 		else
-			err = syncmem__keytab_get(e);
+			err = flight_count_in(c, e);
 		if (!err)
 			c->e = e;
 	} else if (!err) {
@@ -254,7 +313,7 @@ static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_ar
 			syncmem__keytab_unlink(&c->v, c->e);
 			fl->linked = 0;
 		}
-		followers = c->e->refs - 1;
+		followers = __atomic_load_n(&c->e->refs, __ATOMIC_RELAXED) - 1;
 		syncmem__keytab_unlock(c->r, &c->v);
 	}
 	/* Release: the result bytes happen before a follower reads them. */

@@ -18,8 +18,7 @@ struct flight {
 	uint32_t result_len;
 	uint32_t leader;	/* the leader's pid (diagnostics) */
 	uint32_t linked;	/* in its chain: new callers join it */
-	uint32_t leader_gone;	/* a dead leader's count was dropped */
-	uint32_t reserved[9];
+	uint32_t reserved[10];
 };
 
 _Static_assert(sizeof(struct keytab_entry) + sizeof(struct flight) <= KEYTAB_ENTRY_SIZE,

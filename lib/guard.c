@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Death guards: "if this process dies before I say otherwise, store V into
- * word W and wake its waiters", through the kernel's on-close actions on a
- * /dev/syncmem handle private to this process.
+ * word W and wake its waiters", and robust counts: "add one to word W now
+ * and take it back if this process dies", through the kernel's on-close
+ * actions on a /dev/syncmem handle private to this process.
  *
  * The handle is opened on first use and closed in a forked child (its copy
  * would otherwise keep the parent's guards from firing when the parent
@@ -34,21 +35,12 @@ static void guard_register_fork_handler(void)
 	pthread_atfork(NULL, NULL, guard_forget_in_child);
 }
 
-int syncmem__guard_arm(struct syncmem_region *r, uint32_t *word, uint32_t expected,
-		       uint32_t value, uint64_t *id)
+/* Arm @arg on this process's private handle: 0 and *@id, or -errno. */
+static int guard_arm_action(struct syncmem_on_close *arg, uint64_t *id)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	struct syncmem_on_close arg = {
-		.region_fd = r->fd,
-		.size = 4,
-		.expected = expected,
-		.value = value,
-		.flags = SYNCMEM_ON_CLOSE_IF_EQUAL,
-	};
-	int ret = syncmem__word_offset(r, word, 4, &arg.offset);
+	int ret = 0;
 
-	if (ret)
-		return ret;
 	pthread_once(&once, guard_register_fork_handler);
 	pthread_mutex_lock(&guard_mutex);
 	if (guard_fd < 0) {
@@ -59,11 +51,51 @@ int syncmem__guard_arm(struct syncmem_region *r, uint32_t *word, uint32_t expect
 		}
 	}
 	if (!ret) {
-		arg.user_data = guard_next_id++;
-		ret = syncmem__ioctl(guard_fd, SYNCMEM_IOC_ARM_ON_CLOSE, &arg);
+		arg->user_data = guard_next_id++;
+		ret = syncmem__ioctl(guard_fd, SYNCMEM_IOC_ARM_ON_CLOSE, arg);
 		if (!ret)
-			*id = arg.user_data;
+			*id = arg->user_data;
 	}
+	pthread_mutex_unlock(&guard_mutex);
+	return ret;
+}
+
+int syncmem__guard_arm(struct syncmem_region *r, uint32_t *word, uint32_t expected,
+		       uint32_t value, uint64_t *id)
+{
+	struct syncmem_on_close arg = {
+		.region_fd = r->fd,
+		.size = 4,
+		.expected = expected,
+		.value = value,
+		.flags = SYNCMEM_ON_CLOSE_IF_EQUAL,
+	};
+	int ret = syncmem__word_offset(r, word, 4, &arg.offset);
+
+	return ret ? ret : guard_arm_action(&arg, id);
+}
+
+int syncmem__count_arm(struct syncmem_region *r, uint32_t *word, uint64_t *id)
+{
+	struct syncmem_on_close arg = {
+		.region_fd = r->fd,
+		.size = 4,
+		.value = 1,
+		.flags = SYNCMEM_ON_CLOSE_ADD,
+	};
+	int ret = syncmem__word_offset(r, word, 4, &arg.offset);
+
+	return ret ? ret : guard_arm_action(&arg, id);
+}
+
+int syncmem__count_undo(uint64_t id)
+{
+	struct syncmem_disarm arg = { .user_data = id, .flags = SYNCMEM_DISARM_UNDO };
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&guard_mutex);
+	if (guard_fd >= 0)
+		ret = syncmem__ioctl(guard_fd, SYNCMEM_IOC_DISARM, &arg);
 	pthread_mutex_unlock(&guard_mutex);
 	return ret;
 }

@@ -162,6 +162,15 @@ int syncmem__guard_arm(struct syncmem_region *r, uint32_t *word, uint32_t expect
 		       uint32_t value, uint64_t *id);
 int syncmem__guard_disarm(uint64_t id);
 
+/*
+ * Robust count (guard.c): add 1 to *@word now; the kernel subtracts it
+ * again if this process dies before syncmem__count_undo(), which
+ * subtracts it and returns 1 if the word is 0 then, else 0. 0 and *@id,
+ * or -errno (-ENOSPC, -EDQUOT: too many armed).
+ */
+int syncmem__count_arm(struct syncmem_region *r, uint32_t *word, uint64_t *id);
+int syncmem__count_undo(uint64_t id);
+
 /* This thread's id, cached (no system call after the first). */
 extern __thread uint32_t syncmem__cached_tid __attribute__((tls_model("initial-exec")));
 uint32_t syncmem__tid_slow(void);

@@ -350,28 +350,36 @@ int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e)
 void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e)
 {
 	e->key_len = 0;
-	e->refs = 0;
+	__atomic_store_n(&e->refs, 0, __ATOMIC_RELAXED);
 	e->next = v->t->free_head;
 	v->t->free_head = keytab_index(v, e) + 1;
 	v->t->used--;
 }
 
+/*
+ * Counts change atomically: a count taken with syncmem__count_arm() is
+ * taken back by the kernel at any moment if its process dies.
+ */
 int syncmem__keytab_get(struct keytab_entry *e)
 {
-	uint32_t refs = shared_u32(&e->refs);
+	uint32_t refs = __atomic_load_n(&e->refs, __ATOMIC_RELAXED), failed = 0;
 
-	if (refs == UINT32_MAX)
-		return -EUCLEAN;
-	e->refs = refs + 1;
+	do {
+		if (refs == UINT32_MAX || syncmem__too_many(&failed))
+			return -EUCLEAN;
+	} while (!__atomic_compare_exchange_n(&e->refs, &refs, refs + 1, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
 	return 0;
 }
 
 int syncmem__keytab_put(struct keytab_entry *e)
 {
-	uint32_t refs = shared_u32(&e->refs);
+	uint32_t refs = __atomic_load_n(&e->refs, __ATOMIC_RELAXED), failed = 0;
 
-	if (!refs)
-		return -EUCLEAN;
-	e->refs = refs - 1;
+	do {
+		if (!refs || syncmem__too_many(&failed))
+			return -EUCLEAN;
+	} while (!__atomic_compare_exchange_n(&e->refs, &refs, refs - 1, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
 	return refs == 1;
 }

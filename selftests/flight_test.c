@@ -2,7 +2,8 @@
 /*
  * Single-flight across processes: one run for concurrent callers (blocking
  * and async) who all get the same bytes or the same error, no caching,
- * -EOWNERDEAD when the leader is killed, result and table limits, errnos.
+ * -EOWNERDEAD when the leader is killed, no count left by killed followers,
+ * dead flights never fill the table, result and table limits, errnos.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -19,6 +20,7 @@ struct fshared {
 	_Atomic uint32_t runs;
 	_Atomic uint32_t arrived;
 	_Atomic uint32_t leader_pid;
+	_Atomic uint32_t go;		/* MODE_GO: the function returns once set */
 	int32_t result_mode;		/* what the function does, see flight_fn */
 	uint32_t expect_waiters;	/* the function waits for this many followers */
 	uint8_t pool[] __attribute__((aligned(64)));
@@ -52,7 +54,7 @@ FIXTURE_TEARDOWN(flight)
 	syncmem_close(self->r);
 }
 
-enum { MODE_OK, MODE_ERROR, MODE_HANG, MODE_TOO_BIG };
+enum { MODE_OK, MODE_ERROR, MODE_HANG, MODE_TOO_BIG, MODE_GO };
 
 struct fn_arg {
 	struct syncmem_region *r;
@@ -78,6 +80,10 @@ static int flight_fn(void *arg, void *out, size_t cap, size_t *len)
 	case MODE_TOO_BIG:
 		*len = cap + 1;
 		return 0;
+	case MODE_GO:
+		while (!atomic_load(&a->sh->go))
+			usleep(1000);
+		break;
 	}
 	*len = (size_t)snprintf(out, cap, "result of pid %d", getpid());
 	return 0;
@@ -257,6 +263,81 @@ TEST_F_TIMEOUT(flight, followers_of_a_killed_leader_get_eownerdead, 300)
 	EXPECT_EQ(2, atomic_load(&self->sh->runs));
 	close(p[0]);
 	close(p[1]);
+}
+
+TEST_F_TIMEOUT(flight, followers_that_die_leave_no_count_behind, 300)
+{
+	enum { FOLLOWERS = 4 };
+	struct caller_result res;
+	pid_t leader, pids[FOLLOWERS];
+	int p[2];
+
+	ASSERT_EQ(0, pipe(p));
+	self->sh->result_mode = MODE_GO;
+	leader = fork();
+	ASSERT_LE(0, leader);
+	if (leader == 0)
+		_exit(caller(self->r, self->f, self->sh, 0, p[1]));
+	while (!atomic_load(&self->sh->leader_pid))
+		usleep(1000);
+	for (int i = 0; i < FOLLOWERS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(caller(self->r, self->f, self->sh, i % 2, p[1]));
+	}
+	ASSERT_TRUE(await_waiters(self->r, FOLLOWERS));
+	/* A blocking and an async follower die while they wait. */
+	kill(pids[0], SIGKILL);
+	kill(pids[1], SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pids[0]));
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pids[1]));
+	atomic_store(&self->sh->go, 1);
+	EXPECT_EQ(0, wait_exit(leader));
+	for (int i = 2; i < FOLLOWERS; i++)
+		EXPECT_EQ(0, wait_exit(pids[i]));
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ((ssize_t)sizeof(res), read(p[0], &res, sizeof(res)));
+		EXPECT_LT(0, res.ret);
+	}
+	EXPECT_EQ(1, atomic_load(&self->sh->runs));
+	/* The last live caller freed the flight: nothing counts the dead. */
+	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST_F_TIMEOUT(flight, dead_flights_of_other_keys_never_fill_the_table, 300)
+{
+	struct fn_arg a = { self->r, self->sh };
+	char buf[BLOCK];
+
+	/* Every entry a flight whose leader was killed, each of its own key. */
+	for (int i = 0; i < ENTRIES; i++) {
+		char key[16];
+		pid_t leader;
+		int n = snprintf(key, sizeof(key), "dead-%d", i);
+
+		self->sh->result_mode = MODE_HANG;
+		atomic_store(&self->sh->leader_pid, 0);
+		leader = fork();
+		ASSERT_LE(0, leader);
+		if (leader == 0)
+			_exit(syncmem_flight_do(self->r, self->f, key, (size_t)n, flight_fn, &a,
+						buf, sizeof(buf)));
+		while (!atomic_load(&self->sh->leader_pid))
+			usleep(1000);
+		kill(leader, SIGKILL);
+		EXPECT_EQ(128 + SIGKILL, wait_exit(leader));
+	}
+	EXPECT_EQ(ENTRIES, syncmem_flight_in_flight(self->f));
+	/* A new key finds the table full of the dead and sweeps it. */
+	self->sh->result_mode = MODE_OK;
+	EXPECT_LT(0, syncmem_flight_do(self->r, self->f, "alive", 5, flight_fn, &a, buf,
+				       sizeof(buf)));
+	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
 }
 
 /* The blocks of @p that are held, and how many of those are held by @holder. */

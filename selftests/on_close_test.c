@@ -3,7 +3,8 @@
  * On-close actions (SYNCMEM_IOC_ARM_ON_CLOSE / SYNCMEM_IOC_DISARM): a handle
  * that goes away, by close or by the death of its process, stores the armed
  * value and wakes the word's waiters; a disarmed or outdated action does
- * nothing; every errno.
+ * nothing; counting actions add at once and take it back at close or undo;
+ * every errno.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -146,6 +147,76 @@ TEST_F(on_close, the_action_keeps_its_region_alive)
 /* ARM() below overrides its defaults field by field, on purpose. */
 #pragma GCC diagnostic ignored "-Woverride-init"
 
+static int undo(int dev, uint64_t user_data)
+{
+	struct syncmem_disarm d = { .user_data = user_data, .flags = SYNCMEM_DISARM_UNDO };
+
+	return raw_ioctl(dev, SYNCMEM_IOC_DISARM, &d);
+}
+
+TEST_F(on_close, counting_actions_add_now_and_take_it_back_at_close_or_undo)
+{
+	struct syncmem_wait w = { .offset = 4, .size = 4, .expected = 3,
+				  .deadline_ns = SYNCMEM_NO_DEADLINE };
+	int dev = dev_open(), ready[2];
+	pid_t owner, waiter;
+	char c;
+
+	ASSERT_LE(0, dev);
+	/* Undo subtracts and says whether the word reached 0. */
+	EXPECT_EQ(0, arm(dev, self->fd, 0, SYNCMEM_ON_CLOSE_ADD, 0, 1, 1));
+	EXPECT_EQ(0, arm(dev, self->fd, 0, SYNCMEM_ON_CLOSE_ADD, 0, 1, 2));
+	EXPECT_EQ(2, self->words[0]);
+	EXPECT_EQ(0, undo(dev, 1));
+	EXPECT_EQ(1, self->words[0]);
+	EXPECT_EQ(-ENOENT, undo(dev, 1));
+	EXPECT_EQ(1, undo(dev, 2));
+	EXPECT_EQ(0, self->words[0]);
+	/* A plain disarm leaves the count added; undo of a storing action is refused. */
+	EXPECT_EQ(0, arm(dev, self->fd, 0, SYNCMEM_ON_CLOSE_ADD, 0, 5, 3));
+	EXPECT_EQ(0, disarm(dev, 3));
+	EXPECT_EQ(5, self->words[0]);
+	EXPECT_EQ(0, arm(dev, self->fd, 0, 0, 0, 7, 4));
+	EXPECT_EQ(-EINVAL, undo(dev, 4));
+	EXPECT_EQ(0, disarm(dev, 4));
+	/* Wrapping, as atomics do. */
+	self->words[0] = 0xffffffffu;
+	EXPECT_EQ(0, arm(dev, self->fd, 0, SYNCMEM_ON_CLOSE_ADD, 0, 1, 5));
+	EXPECT_EQ(0, self->words[0]);
+	EXPECT_EQ(0, undo(dev, 5));
+	EXPECT_EQ(0xffffffffu, self->words[0]);
+	close(dev);
+
+	/* A process that dies counted in: its count is taken back, waiters woken. */
+	self->words[1] = 2;
+	ASSERT_EQ(0, pipe(ready));
+	owner = fork();
+	ASSERT_LE(0, owner);
+	if (owner == 0) {
+		int d = dev_open();
+
+		if (arm(d, self->fd, 4, SYNCMEM_ON_CLOSE_ADD, 0, 1, 1))
+			_exit(1);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(3);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	EXPECT_EQ(3, self->words[1]);
+	waiter = fork();
+	ASSERT_LE(0, waiter);
+	if (waiter == 0)
+		_exit(raw_ioctl(self->fd, SYNCMEM_IOC_WAIT, &w));
+	ASSERT_TRUE(await_waiters(self->r, 1));
+	kill(owner, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(owner));
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, wait_exit(waiter));
+	EXPECT_EQ(2, self->words[1]);
+	close(ready[0]);
+	close(ready[1]);
+}
+
 TEST_F(on_close, errors)
 {
 	struct syncmem_region *ro;
@@ -163,7 +234,8 @@ TEST_F(on_close, errors)
 	EXPECT_EQ(-EINVAL, ARM(.size = 8, .offset = 4));
 	EXPECT_EQ(-EINVAL, ARM(.value = 1ULL << 32));
 	EXPECT_EQ(-EINVAL, ARM(.expected = 1ULL << 32, .flags = SYNCMEM_ON_CLOSE_IF_EQUAL));
-	EXPECT_EQ(-EINVAL, ARM(.flags = 2));
+	EXPECT_EQ(-EINVAL, ARM(.flags = 4));
+	EXPECT_EQ(-EINVAL, ARM(.flags = SYNCMEM_ON_CLOSE_ADD | SYNCMEM_ON_CLOSE_IF_EQUAL));
 	EXPECT_EQ(-EINVAL, ARM(.pad = 1));
 	EXPECT_EQ(-EBADF, ARM(.region_fd = -1));
 	EXPECT_EQ(-EINVAL, ARM(.region_fd = dev));	/* not a region */

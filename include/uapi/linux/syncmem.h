@@ -35,6 +35,7 @@
 #define SYNCMEM_FEAT_OWNERS		(1ULL << 7)  /* OWNER, LOCK_WAIT, UNLOCK */
 #define SYNCMEM_FEAT_HANDOFF_WAITERS	(1ULL << 8)  /* SYNCMEM_HANDOFF_WAITERS */
 #define SYNCMEM_FEAT_OWNER_QUERY	(1ULL << 9)  /* SYNCMEM_OWNER_QUERY, _NOBODY */
+#define SYNCMEM_FEAT_ON_CLOSE_ADD	(1ULL << 10) /* SYNCMEM_ON_CLOSE_ADD, _DISARM_UNDO */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -462,7 +463,8 @@ struct syncmem_post {
 
 /* Bits of struct syncmem_on_close.flags. */
 #define SYNCMEM_ON_CLOSE_IF_EQUAL	(1U << 0)  /* only if the word holds @expected */
-#define SYNCMEM_ON_CLOSE_FLAGS		SYNCMEM_ON_CLOSE_IF_EQUAL
+#define SYNCMEM_ON_CLOSE_ADD		(1U << 1)  /* add @value now, take it back at close */
+#define SYNCMEM_ON_CLOSE_FLAGS		(SYNCMEM_ON_CLOSE_IF_EQUAL | SYNCMEM_ON_CLOSE_ADD)
 
 /**
  * struct syncmem_on_close - store and wake when the handle is released
@@ -484,6 +486,13 @@ struct syncmem_post {
  * arms "leader died if still running" on its result word and disarms once
  * it published the result. With @size 4 only the low 32 bits of @value and
  * @expected may be set. The action holds a reference on the region.
+ *
+ * SYNCMEM_ON_CLOSE_ADD (not with IF_EQUAL) makes a count that survives its
+ * holder's death: @value is added to the word (wrapping) as the action is
+ * armed, and subtracted again when the handle goes away (then all waiters
+ * of the word are woken) or by DISARM with SYNCMEM_DISARM_UNDO, so the
+ * process that counts itself in can die at any instruction and the count
+ * stays exact. A plain DISARM leaves the value added.
  * Errors: -EBADF (not a writable region fd), -EEXIST (@user_data already
  * armed), -ENOSPC (SYNCMEM_ON_CLOSE_MAX armed), -EDQUOT (the handle
  * opener's max_user_on_close), -ENOMEM, -EINVAL.
@@ -502,11 +511,17 @@ struct syncmem_on_close {
 /**
  * struct syncmem_disarm - drop an armed on-close action (handle ioctl)
  * @user_data:	In: the action's user_data.
- * @flags:	In: must be zero.
+ * @flags:	In: SYNCMEM_DISARM_* bits.
  * @pad:	Must be zero.
  *
- * Returns 0, or -ENOENT when no such action is armed.
+ * Returns 0, or -ENOENT when no such action is armed. With
+ * SYNCMEM_DISARM_UNDO the action must be an SYNCMEM_ON_CLOSE_ADD one
+ * (-EINVAL otherwise): its value is subtracted now, atomically with the
+ * disarm, and the call returns 1 if the word is 0 afterwards, else 0.
  */
+#define SYNCMEM_DISARM_UNDO		(1U << 0)
+#define SYNCMEM_DISARM_FLAGS		SYNCMEM_DISARM_UNDO
+
 struct syncmem_disarm {
 	__u64 user_data;
 	__u32 flags;
