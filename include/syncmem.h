@@ -595,8 +595,9 @@ struct syncmem_rwlock {
 void syncmem_rwlock_init(struct syncmem_rwlock *rw);
 /*
  * 0; -EOWNERDEAD: a writer died inside its section before the caller passed
- * the turnstile (the caller holds the lock it asked for; the data may be
- * half-written); -ETIMEDOUT (timed), -EBUSY (try), -EDEADLK.
+ * the turnstile (the caller holds the lock it asked for, alone until it
+ * unlocks, even as a reader: it may repair the half-written data);
+ * -ETIMEDOUT (timed), -EBUSY (try), -EDEADLK.
  */
 int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
 int syncmem_rwlock_rdlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
@@ -663,7 +664,7 @@ struct syncmem_keytab {
 	struct syncmem_lock lock;
 } __attribute__((aligned(64)));
 
-/* ---- Keyed locks (seed: asyncWait) -------------------------------------- */
+/* ---- Keyed locks -------------------------------------------------------- */
 
 #define SYNCMEM_KEYED_MAGIC	0x4459454bu	/* "KEYD" */
 #define SYNCMEM_FLIGHT_MAGIC	0x54484c46u	/* "FLHT" */
@@ -713,7 +714,7 @@ int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
 			  void (*fn)(void *arg), void *arg);
 uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k);	/* keys held or waited for */
 
-/* ---- Single-flight (seed: asyncOne) ------------------------------------- */
+/* ---- Single-flight -------------------------------------------------------- */
 
 /*
  * Concurrent calls with the same key, from any process, run @fn once: the

@@ -49,6 +49,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <linux/syncmem.h>
@@ -223,7 +224,7 @@ static void hint_set(struct syncmem_rwlock *rw, uint32_t slot)
  * @s's word names the caller with the died bit: claimed free, or taken over
  * from a dead process. Forget what it counted and make it @me's slot.
  */
-static void slot_adopt(struct syncmem_region *r, struct syncmem_rwlock_slot *s, uint64_t me)
+static bool slot_adopt(struct syncmem_region *r, struct syncmem_rwlock_slot *s, uint64_t me)
 {
 	uint64_t o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 	uint32_t failed = 0;
@@ -233,9 +234,10 @@ static void slot_adopt(struct syncmem_region *r, struct syncmem_rwlock_slot *s, 
 	while (!__atomic_compare_exchange_n(&s->owner, &o, me, false, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED))
 		if (syncmem__too_many(&failed))
-			return;
+			return false;	/* a peer keeps writing it: not a slot to count in */
 	if (o & SLOT_WAITERS)
 		syncmem_notify(r, &s->owner, INT_MAX);
+	return true;
 }
 
 /*
@@ -267,7 +269,8 @@ static struct syncmem_rwlock_slot *slot_claim_free(struct syncmem_region *r,
 		if (!__atomic_load_n(&s->owner, __ATOMIC_RELAXED) &&
 		    __atomic_compare_exchange_n(&s->owner, &o, me | SLOT_DIED, false,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-			slot_adopt(r, s, me);
+			if (!slot_adopt(r, s, me))
+				return NULL;
 			hint_set(rw, claim_order(i));
 			return s;
 		}
@@ -287,7 +290,8 @@ static struct syncmem_rwlock_slot *slot_claim_dead(struct syncmem_region *r,
 			continue;
 		/* Never sleeps: a live owner times out, a dead one is taken over. */
 		if (syncmem__lock_wait(r, &s->owner, o, me, 0, 0) == SYNCMEM_WAIT_OWNER_DIED) {
-			slot_adopt(r, s, me);
+			if (!slot_adopt(r, s, me))
+				return NULL;
 			hint_set(rw, claim_order(i));
 			return s;
 		}
@@ -347,9 +351,10 @@ static int slot_check(struct syncmem_rwlock_slot *s, uint64_t *expected)
 		} else if (o & SLOT_WAITERS) {
 			*expected = o;
 			return 1;
-		} else if (__atomic_compare_exchange_n(&s->owner, &o, o | SLOT_WAITERS, false,
-						       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			continue;	/* read the count again, after the bit */
+		} else {
+			/* Success or not, look again (the count after the bit): counted either way. */
+			__atomic_compare_exchange_n(&s->owner, &o, o | SLOT_WAITERS, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 		}
 		if (syncmem__too_many(&failed))
 			return -EUCLEAN;
@@ -417,11 +422,13 @@ static void writer_unannounce(struct syncmem_rwlock *rw)
 /*
  * Pass the turnstile on, its holder leaving. With nobody queued at it no
  * writer waits: reopen the lock to readers (forgetting announcements of
- * writers that gave up or died). 0 or -errno.
+ * writers that gave up or died), unless a writer's death inside its
+ * section is still to be reported. 0 or -errno.
  */
 static int turnstile_pass(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
-	if (!(__atomic_load_n(&rw->turnstile.word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_WAITERS))
+	if (!(__atomic_load_n(&rw->turnstile.word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_WAITERS) &&
+	    !__atomic_load_n(&rw->writer, __ATOMIC_RELAXED))
 		/* Release: a writer's section happens before the readers it lets in. */
 		__atomic_store_n(&rw->closed, 0, __ATOMIC_RELEASE);
 	return syncmem_unlock(r, &rw->turnstile);
@@ -429,20 +436,28 @@ static int turnstile_pass(struct syncmem_region *r, struct syncmem_rwlock *rw)
 
 /*
  * The turnstile's holder died (we hold it now): a writer, maybe inside its
- * section; a reader passing through or reading without a slot. Undo what a
- * writer set and go on. 1 if it died inside its write section (the data may
- * be half-written: the caller reports -EOWNERDEAD, holding the lock it asked
- * for), 0 if not, or -errno.
+ * section; a reader passing through or reading without a slot. Its waiters
+ * bits go; @writer and RW_HELD stay as they were: a writer that died inside
+ * its section (@writer still set) keeps readers out until a locker is told.
  */
 static int turnstile_recover(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
-	bool wrote = __atomic_exchange_n(&rw->writer, 0, __ATOMIC_RELAXED) != 0;
-	int ret;
-
 	slots_quiet(rw);
-	__atomic_fetch_and(&rw->closed, ~RW_HELD, __ATOMIC_RELAXED);
-	ret = syncmem_lock_consistent(r, &rw->turnstile);
-	return ret ? ret : wrote;
+	return syncmem_lock_consistent(r, &rw->turnstile);
+}
+
+/*
+ * Holding the turnstile (@result of taking it): 1 if a writer died inside
+ * its section and nobody has been told yet (@writer is set only by the
+ * writer inside, which would hold the turnstile), 0 if not, or -errno.
+ */
+static int turnstile_taken(struct syncmem_region *r, struct syncmem_rwlock *rw, int result)
+{
+	if (result == -EOWNERDEAD)
+		result = turnstile_recover(r, rw);
+	if (result)
+		return result;
+	return __atomic_load_n(&rw->writer, __ATOMIC_RELAXED) != 0;
 }
 
 /* Pass the turnstile: 0, 1 after a writer that died inside, or -errno. */
@@ -452,7 +467,7 @@ static int turnstile_lock(struct syncmem_region *r, struct syncmem_rwlock *rw,
 	int ret = try ? syncmem_trylock(r, &rw->turnstile) :
 			syncmem_lock_timed(r, &rw->turnstile, timeout_ns);
 
-	return ret == -EOWNERDEAD ? turnstile_recover(r, rw) : ret;
+	return turnstile_taken(r, rw, ret);
 }
 
 /* The result of a lock taken after turnstile_lock() said @died. */
@@ -462,18 +477,29 @@ static int taken(int died)
 }
 
 /*
- * Holding the turnstile (no writer is inside or draining): count this
- * process in and pass the turnstile on. A process without a slot keeps the
- * turnstile for its read section instead. 0 or -errno (nothing held).
+ * Holding the turnstile (no writer is inside or draining), @died as
+ * turnstile_taken() said: count this process in and pass the turnstile on.
+ * A reader told that a writer died inside keeps the turnstile, and readers
+ * out, for its read section (it may repair the data alone), and so does a
+ * process without a slot. 0 counted in, 1 reading holding the turnstile,
+ * or -errno (nothing held).
  */
-static int reader_through(struct syncmem_region *r, struct syncmem_rwlock *rw)
+static int reader_through(struct syncmem_region *r, struct syncmem_rwlock *rw, int died)
 {
-	int64_t me = syncmem__process_owner(r->fd);
-	struct syncmem_rwlock_slot *s = me < 0 ? NULL : slot_find(r, rw, (uint64_t)me);
+	int64_t me;
+	struct syncmem_rwlock_slot *s;
 	int ret;
 
+	if (died) {
+		/* Told now: later lockers are not. Readers stay out until it leaves. */
+		__atomic_fetch_or(&rw->closed, RW_HELD, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&rw->writer, 0, __ATOMIC_RELAXED);
+		return 1;
+	}
+	me = syncmem__process_owner(r->fd);
+	s = me < 0 ? NULL : slot_find(r, rw, (uint64_t)me);
 	if (me >= 0 && !s)
-		return 0;		/* reads holding the turnstile */
+		return 1;		/* reads holding the turnstile */
 	if (s && __atomic_fetch_add(&s->count, 1, __ATOMIC_SEQ_CST) >= RW_COUNT_MAX) {
 		slot_leave(r, s);
 		me = -EUCLEAN;
@@ -486,12 +512,105 @@ static int reader_through(struct syncmem_region *r, struct syncmem_rwlock *rw)
 	return ret;
 }
 
-/* A writer giving up while holding the turnstile. */
+/*
+ * A writer giving up while holding the turnstile. A death inside a write
+ * section not reported yet (@writer set) stays so: readers stay out, and
+ * the next locker through the turnstile is told.
+ */
 static void writer_abandon(struct syncmem_region *r, struct syncmem_rwlock *rw)
 {
 	slots_quiet(rw);
-	__atomic_fetch_and(&rw->closed, ~RW_HELD, __ATOMIC_RELEASE);
+	if (!__atomic_load_n(&rw->writer, __ATOMIC_RELAXED))
+		__atomic_fetch_and(&rw->closed, ~RW_HELD, __ATOMIC_RELEASE);
 	turnstile_pass(r, rw);
+}
+
+/*
+ * The locks whose turnstile this process holds for an async write lock or
+ * an async read without a slot. The turnstile word names the process then,
+ * but it does so too while an async lock of the process is on its way
+ * (handed the turnstile, its callback not run yet, or a writer draining):
+ * an unlock in that time releases a read share, not the turnstile.
+ */
+struct async_hold {
+	const struct syncmem_rwlock *rw;
+	struct async_hold *next;
+};
+
+static pthread_mutex_t async_hold_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct async_hold *async_holds;		/* under async_hold_mutex */
+
+static void async_hold_prepare(void)
+{
+	pthread_mutex_lock(&async_hold_mutex);
+}
+
+static void async_hold_parent(void)
+{
+	pthread_mutex_unlock(&async_hold_mutex);
+}
+
+/* A forked child holds none of its parent's locks (the words name the parent). */
+static void async_hold_child(void)
+{
+	while (async_holds) {
+		struct async_hold *h = async_holds;
+
+		async_holds = h->next;
+		free(h);
+	}
+	pthread_mutex_unlock(&async_hold_mutex);
+}
+
+static void async_hold_register(void)
+{
+	pthread_atfork(async_hold_prepare, async_hold_parent, async_hold_child);
+}
+
+/* 0, or -ENOMEM. */
+static int async_hold_add(const struct syncmem_rwlock *rw)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct async_hold *h = malloc(sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	pthread_once(&once, async_hold_register);
+	pthread_mutex_lock(&async_hold_mutex);
+	*h = (struct async_hold){ .rw = rw, .next = async_holds };
+	async_holds = h;
+	pthread_mutex_unlock(&async_hold_mutex);
+	return 0;
+}
+
+/* Was the turnstile of @rw held for an async lock? Forgotten once asked. */
+static bool async_hold_take(const struct syncmem_rwlock *rw)
+{
+	struct async_hold **p, *h = NULL;
+
+	pthread_mutex_lock(&async_hold_mutex);
+	for (p = &async_holds; *p; p = &(*p)->next) {
+		if ((*p)->rw == rw) {
+			h = *p;
+			*p = h->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&async_hold_mutex);
+	free(h);
+	return h != NULL;
+}
+
+/* Does the caller hold the turnstile: its thread, or its process for an async lock? */
+static bool turnstile_mine(struct syncmem_rwlock *rw)
+{
+	uint64_t h = __atomic_load_n(&rw->turnstile.word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID;
+
+	if (!h)
+		return false;
+	if (h == syncmem__cached_owner)
+		return true;
+	return h == syncmem__process_owner_cached() && async_hold_take(rw);
 }
 
 /* ---- Blocking calls ----------------------------------------------------- */
@@ -533,8 +652,8 @@ static __attribute__((noinline)) int rdlock_slow(struct syncmem_region *r,
 	died = turnstile_lock(r, rw, timeout_ns, try);
 	if (died < 0)
 		return died;
-	ret = reader_through(r, rw);
-	return ret ? ret : taken(died);
+	ret = reader_through(r, rw, died);
+	return ret < 0 ? ret : taken(died);
 }
 
 /* The share counted at once found the lock closed (or the count impossible). */
@@ -653,6 +772,9 @@ int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock 
 	if (timeout_ns)
 		writer_announce(rw);
 	died = turnstile_lock(r, rw, timeout_ns, false);
+	/* Held before unannounced: @closed never reads 0 while a writer holds the turnstile. */
+	if (died >= 0)
+		__atomic_fetch_or(&rw->closed, RW_HELD, __ATOMIC_SEQ_CST);
 	if (timeout_ns)
 		writer_unannounce(rw);
 	if (died < 0)
@@ -710,7 +832,7 @@ static __attribute__((noinline)) int unlock_slow(struct syncmem_region *r,
 
 	if (ret)
 		return ret;
-	if (syncmem__lock_held(&rw->turnstile))
+	if (turnstile_mine(rw))
 		return turnstile_leave(r, rw);
 	return reader_leave(r, rw);
 }
@@ -766,11 +888,14 @@ static void rw_op_finish(struct rw_op *op, int result)
 static void rd_turnstile_passed(void *arg, int result)
 {
 	struct rw_op *op = arg;
-	int died = result == -EOWNERDEAD ? turnstile_recover(op->r, op->rw) : result;
+	int died = turnstile_taken(op->r, op->rw, result);
 
 	if (died >= 0) {
-		result = reader_through(op->r, op->rw);
-		if (!result)
+		result = reader_through(op->r, op->rw, died);
+		/* Reading holding the turnstile, as the process: unlock must know. */
+		if (result == 1 && async_hold_add(op->rw))
+			result = -ENOMEM, turnstile_leave(op->r, op->rw);
+		if (result >= 0)
 			result = taken(died);
 	} else {
 		result = died;
@@ -816,6 +941,12 @@ static void wr_drain(struct rw_op *op)
 	}
 	slots_quiet(op->rw);
 	__atomic_store_n(&op->rw->writer, syncmem__tid(), __ATOMIC_RELAXED);
+	/* Held as the process: unlock must know it is the writer's. */
+	if (async_hold_add(op->rw)) {
+		turnstile_leave(op->r, op->rw);
+		rw_op_finish(op, -ENOMEM);
+		return;
+	}
 	rw_op_finish(op, taken(op->died));
 }
 
@@ -836,15 +967,15 @@ static void wr_turnstile_passed(void *arg, int result)
 {
 	struct rw_op *op = arg;
 
-	writer_unannounce(op->rw);
-	if (result == -EOWNERDEAD)
-		result = op->died = turnstile_recover(op->r, op->rw);
+	result = op->died = turnstile_taken(op->r, op->rw, result);
 	if (result < 0) {
+		writer_unannounce(op->rw);
 		rw_op_finish(op, result);
 		return;
 	}
-	/* Sequentially consistent: the handshake at the top. */
+	/* Sequentially consistent: the handshake at the top. Held, then unannounced. */
 	__atomic_fetch_or(&op->rw->closed, RW_HELD, __ATOMIC_SEQ_CST);
+	writer_unannounce(op->rw);
 	wr_drain(op);
 }
 

@@ -417,6 +417,121 @@ TEST_F(robust, a_writer_that_dies_inside_is_reported_and_the_rwlock_goes_on)
 	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
 }
 
+/* Exit status of a child that runs @fn once: 0 if it returned @want. */
+static int child_expects(struct syncmem_region *r, struct rshared *sh,
+			 int (*fn)(struct syncmem_region *, struct syncmem_rwlock *), int want)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(fn(r, &sh->rw) == want ? 0 : 1);
+	return wait_exit(pid);
+}
+
+TEST_F(robust, a_writers_death_is_reported_even_after_a_writer_gave_up)
+{
+	struct rshared *sh = self->sh;
+	struct syncmem_rwlock_slot *mine = NULL;
+	pid_t pid;
+
+	syncmem_rwlock_init(&sh->rw);
+	/* This process reads once: it owns a slot from now on. */
+	ASSERT_EQ(0, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	ASSERT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	for (int i = 0; i < SYNCMEM_RWLOCK_SLOTS; i++)
+		if (sh->rw.slot[i].owner)
+			mine = &sh->rw.slot[i];
+	ASSERT_NE(NULL, mine);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (syncmem_rwlock_wrlock(self->r, &sh->rw))
+			_exit(1);
+		atomic_store(&sh->ready, 1);
+		for (;;)
+			pause();
+	}
+	while (!atomic_load(&sh->ready))
+		usleep(1000);
+	atomic_store(&sh->ready, 0);
+	kill_and_reap(pid);
+	/*
+	 * A share counted in the slot (a reader between its count and its look
+	 * at the lock): writers that find it give up, and are not the ones told.
+	 */
+	__atomic_fetch_add(&mine->count, 1, __ATOMIC_SEQ_CST);
+	EXPECT_EQ(-EBUSY, syncmem_rwlock_trywrlock(self->r, &sh->rw));
+	EXPECT_EQ(-ETIMEDOUT, syncmem_rwlock_wrlock_timed(self->r, &sh->rw, 20 * MS));
+	__atomic_fetch_sub(&mine->count, 1, __ATOMIC_SEQ_CST);
+	/* Readers stay out until one is told; that one reads alone. */
+	EXPECT_NE(0, sh->rw.closed);
+	EXPECT_EQ(-EOWNERDEAD, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	EXPECT_EQ(0, child_expects(self->r, sh, syncmem_rwlock_tryrdlock, -EBUSY));
+	EXPECT_EQ(0, child_expects(self->r, sh, syncmem_rwlock_trywrlock, -EBUSY));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, sh->rw.closed);
+	EXPECT_EQ(0, sh->rw.turnstile.word);
+	/* Told once: the lock is ordinary again, for everyone. */
+	EXPECT_EQ(0, child_expects(self->r, sh, syncmem_rwlock_rdlock, 0));
+	EXPECT_EQ(0, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	EXPECT_EQ(0, child_expects(self->r, sh, syncmem_rwlock_tryrdlock, 0));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_trywrlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+}
+
+static void note_result(void *arg, int result)
+{
+	*(int *)arg = result;
+}
+
+static void *rw_unlock_from_thread(void *arg)
+{
+	struct rshared *sh = ((void **)arg)[1];
+
+	return (void *)(intptr_t)syncmem_rwlock_unlock(((void **)arg)[0], &sh->rw);
+}
+
+TEST_F(robust, an_async_reader_told_of_a_writers_death_reads_alone_and_any_thread_unlocks)
+{
+	struct rshared *sh = self->sh;
+	void *args[2] = { self->r, sh }, *ret;
+	struct syncmem_loop *loop;
+	int result = 1;
+	pthread_t t;
+	pid_t pid;
+
+	syncmem_rwlock_init(&sh->rw);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (syncmem_rwlock_wrlock(self->r, &sh->rw))
+			_exit(1);
+		atomic_store(&sh->ready, 1);
+		for (;;)
+			pause();
+	}
+	while (!atomic_load(&sh->ready))
+		usleep(1000);
+	atomic_store(&sh->ready, 0);
+	kill_and_reap(pid);
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, syncmem_rwlock_rdlock_async(loop, self->r, &sh->rw, note_result, &result));
+	for (int i = 0; i < 1000 && result == 1; i++)
+		syncmem_loop_run_once(loop, 10 * MS);
+	EXPECT_EQ(-EOWNERDEAD, result);
+	EXPECT_EQ(0, child_expects(self->r, sh, syncmem_rwlock_tryrdlock, -EBUSY));
+	/* The process holds it: another thread lets it go. */
+	ASSERT_EQ(0, pthread_create(&t, NULL, rw_unlock_from_thread, args));
+	pthread_join(t, &ret);
+	EXPECT_EQ(0, (int)(intptr_t)ret);
+	EXPECT_EQ(0, sh->rw.turnstile.word);
+	EXPECT_EQ(0, sh->rw.closed);
+	EXPECT_EQ(-EPERM, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, child_expects(self->r, sh, syncmem_rwlock_tryrdlock, 0));
+	syncmem_loop_free(loop);
+}
+
 /* A child that takes a read share, says so, and waits to be killed (or @stop). */
 static pid_t reader_child(struct syncmem_region *r, struct rshared *sh, _Atomic uint32_t *stop)
 {

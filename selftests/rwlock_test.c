@@ -348,6 +348,35 @@ TEST_F(rw, timeouts_and_errors)
 	syncmem_loop_free(loop);
 }
 
+TEST_F(rw, a_share_released_while_an_async_writer_of_the_process_drains_is_the_share)
+{
+	struct syncmem_loop *loop;
+	int result = 1;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, syncmem_rwlock_rdlock(self->r, &self->sh->rw));
+	/* The writer takes the turnstile (named by this process) and waits for the share. */
+	ASSERT_EQ(0, syncmem_rwlock_wrlock_async(loop, self->r, &self->sh->rw, note_result,
+						 &result));
+	for (int i = 0; i < 5; i++)
+		syncmem_loop_run_once(loop, 2000000);
+	EXPECT_EQ(1, result);
+	EXPECT_NE(0, self->sh->rw.turnstile.word);
+	/* This unlock is the read share's: the writer gets in, it is not thrown out. */
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &self->sh->rw));
+	EXPECT_EQ(0, shares(&self->sh->rw));
+	for (int i = 0; i < 1000 && result == 1; i++)
+		syncmem_loop_run_once(loop, 10000000);
+	EXPECT_EQ(0, result);
+	EXPECT_NE(0, self->sh->rw.writer);
+	EXPECT_EQ(-EBUSY, syncmem_rwlock_tryrdlock(self->r, &self->sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &self->sh->rw));
+	EXPECT_EQ(0, self->sh->rw.turnstile.word);
+	EXPECT_EQ(0, self->sh->rw.closed);
+	EXPECT_EQ(-EPERM, syncmem_rwlock_unlock(self->r, &self->sh->rw));
+	syncmem_loop_free(loop);
+}
+
 TEST_F(rw, uncontended_read_and_write_locks_make_no_ioctl)
 {
 	pid_t pid = fork();
