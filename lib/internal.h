@@ -218,5 +218,11 @@ int syncmem__owner_dead(uint64_t id);
 
 /* Does the caller (this thread, or this process for an async acquisition) hold @l? */
 bool syncmem__lock_held(const struct syncmem_lock *l);
+/*
+ * Let go of @l, taken over from a dead holder (-EOWNERDEAD), without making
+ * it consistent or unrecoverable: it is left as a dead holder's, so that
+ * its next acquirer is told.
+ */
+void syncmem__lock_abandon(struct syncmem_region *r, struct syncmem_lock *l);
 
 #endif /* SYNCMEM_INTERNAL_H */

@@ -4,9 +4,19 @@
  *
  * An entry's payload is a SYNCMEM_LOCK_FAIR struct syncmem_lock: one holder
  * per key, the others in its kernel FIFO queue (blocking and async lockers
- * alike). The entry counts its holder and waiters (refs, under the table
- * lock); whoever drops the count to zero returns the entry to the free list,
- * so keys nobody holds or waits for take no room.
+ * alike). Nothing counts who uses an entry, so nothing is left behind when
+ * a user dies: an entry lives while its lock word is not 0 (held, or
+ * waited on), and whoever holds the table lock and finds a word of 0 may
+ * free the entry. The unlock that leaves the word at 0 does so at once,
+ * and a full table first frees such entries and those of dead holders
+ * nobody waits for.
+ *
+ * A locker looks its key up and tries the lock under the table lock; if
+ * that fails, it waits for the entry's lock outside it. Meanwhile the entry
+ * may be freed (its holder left before the locker queued) and even reused
+ * for another key, so a locker that waited checks, under the table lock,
+ * that it holds the lock of an entry still holding its key; else it lets
+ * go and starts again.
  *
  * Every call validates the table against its region first (keytab.h's
  * view) and works within that view: whatever another process writes into
@@ -16,6 +26,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "keytab.h"
 
@@ -64,12 +75,75 @@ static int keyed_check(struct syncmem_region *r, struct syncmem_keyed *k, const 
  */
 #define KEYED_TRY_TABLE_NS	(10 * 1000000LL)
 
+/* Table lock held: free @e if its lock is neither held nor waited on. True if freed. */
+static bool keyed_free_if_unused_locked(const struct keytab_view *v, struct keytab_entry *e)
+{
+	if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&entry_lock(e)->word, __ATOMIC_ACQUIRE))
+		return false;
+	if (syncmem__keytab_unlink(v, e))
+		return false;		/* corrupted: leave the entry where it is */
+	syncmem__keytab_free(v, e);
+	return true;
+}
+
 /*
- * Find or create the entry of @key and count ourselves in it, waiting at
- * most @timeout_ns for the table (negative: no limit of the caller's).
+ * Table lock held: @l was taken over from a dead holder while nobody was
+ * queued for it (the kernel hands it to the oldest waiter otherwise). Free
+ * it, unless a locker queued since: then leave it to that one as a dead
+ * holder's, so that it is told.
  */
-static int keyed_get(struct syncmem_region *r, const struct keytab_view *v, const void *key,
-		     size_t len, int64_t timeout_ns, struct keytab_entry **out)
+static void keyed_drop_dead(struct syncmem_region *r, struct syncmem_lock *l)
+{
+	uint64_t v = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+
+	/* Release: pairs with the next taker's acquire, as an unlock. */
+	if ((v & SYNCMEM_OWNER_WAITERS) ||
+	    !__atomic_compare_exchange_n(&l->word, &v, 0, false, __ATOMIC_RELEASE,
+					 __ATOMIC_RELAXED))
+		syncmem__lock_abandon(r, l);
+}
+
+/*
+ * Table lock held, no entry free: free the entries nobody holds or waits
+ * for, and those whose holder died while nobody waited (taken over and
+ * dropped: the try never blocks; the death goes unreported, as the key is
+ * gone). The number freed.
+ */
+static uint32_t keyed_sweep_locked(struct syncmem_region *r, const struct keytab_view *v)
+{
+	uint32_t freed = 0;
+
+	for (uint32_t i = 0; i < v->nentries; i++) {
+		struct keytab_entry *e =
+			(struct keytab_entry *)(v->entries + (size_t)i * KEYTAB_ENTRY_SIZE);
+		struct syncmem_lock *l = entry_lock(e);
+
+		if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED))
+			continue;
+		/* The waiters bit may be stale (kept by a holder that had waited). */
+		if (__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID) {
+			int ret = syncmem_trylock(r, l);
+
+			if (!ret)
+				syncmem_unlock(r, l);	/* let go of just now */
+			else if (ret == -EOWNERDEAD)
+				keyed_drop_dead(r, l);
+		}
+		freed += keyed_free_if_unused_locked(v, e);
+	}
+	return freed;
+}
+
+/*
+ * Find or create the entry of @key and, with @try, try its lock, within
+ * @timeout_ns for the table (negative: no limit of the caller's). 0 with
+ * the key held (*@taken the trylock's 0 or -EOWNERDEAD), 0 with *@taken
+ * -EBUSY (wait for *@out's lock), or -errno.
+ */
+static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v, const void *key,
+		       size_t len, int64_t timeout_ns, bool try, struct keytab_entry **out,
+		       int *taken)
 {
 	uint32_t hash = syncmem__key_hash(key, len);
 	struct keytab_entry *e;
@@ -80,36 +154,44 @@ static int keyed_get(struct syncmem_region *r, const struct keytab_view *v, cons
 	err = syncmem__keytab_find(v, key, len, hash, &e);
 	if (!err && !e) {
 		err = syncmem__keytab_insert(v, key, len, hash, &e);
+		if (err == -ENOSPC && keyed_sweep_locked(r, v))
+			err = syncmem__keytab_insert(v, key, len, hash, &e);
 		if (!err)
 			syncmem_lock_init(entry_lock(e), SYNCMEM_LOCK_FAIR);
 	}
-	if (!err)
-		err = syncmem__keytab_get(e);
+	*taken = -EBUSY;
+	if (!err && try) {
+		/* Never waits: a dead holder is taken over, a live one is -EBUSY. */
+		*taken = syncmem_trylock(r, entry_lock(e));
+		if (*taken != 0 && *taken != -EOWNERDEAD && *taken != -EBUSY)
+			err = *taken;
+	}
 	syncmem__keytab_unlock(r, v);
 	*out = e;
 	return err;
 }
 
-/* Drop our count; table lock held. The last one out reclaims the entry. */
-static int keyed_put_locked(const struct keytab_view *v, struct keytab_entry *e)
+/*
+ * The lock of @e was taken (@ret 0 or -EOWNERDEAD) after waiting outside
+ * the table lock: is @e still @key's entry? 1 yes, the key is held; 0 no
+ * (let go of: look the key up again); -errno.
+ */
+static int keyed_still_ours(struct syncmem_region *r, const struct keytab_view *v,
+			    struct keytab_entry *e, const void *key, size_t len)
 {
-	int last = syncmem__keytab_put(e);
+	int err = syncmem__keytab_lock(r, v, SYNCMEM_FOREVER), ours;
 
-	if (last <= 0)
-		return last;
-	last = syncmem__keytab_unlink(v, e);
-	if (!last)
-		syncmem__keytab_free(v, e);
-	return last;
-}
-
-static void keyed_put(struct syncmem_region *r, const struct keytab_view *v,
-		      struct keytab_entry *e)
-{
-	if (syncmem__keytab_lock(r, v, SYNCMEM_FOREVER))
-		return;
-	keyed_put_locked(v, e);
+	if (err)
+		return err;
+	/* A reuse of the entry re-initialises its lock: held by us means not reused since. */
+	ours = syncmem__lock_held(entry_lock(e)) &&
+	       __atomic_load_n(&e->key_len, __ATOMIC_RELAXED) == len &&
+	       !memcmp(e->key, key, len);
+	if (!ours && syncmem__lock_held(entry_lock(e)) &&
+	    !syncmem_unlock(r, entry_lock(e)))
+		keyed_free_if_unused_locked(v, e);
 	syncmem__keytab_unlock(r, v);
+	return ours;
 }
 
 /*
@@ -128,25 +210,40 @@ static int taken_over(struct syncmem_region *r, struct keytab_entry *e, int ret)
 	return ret;
 }
 
+/* Looks again after a wait found the entry reused: a key keeps moving, give up. */
+#define KEYED_RETRY_MAX	1000
+
 int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 		       size_t len, int64_t timeout_ns)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
 	struct keytab_view v;
 	struct keytab_entry *e;
-	int ret = keyed_check(r, k, key, len, &v);
+	int ret = keyed_check(r, k, key, len, &v), taken;
 
-	/* The timeout covers the table and the key together. */
-	if (!ret)
-		ret = keyed_get(r, &v, key, len, timeout_ns ? timeout_ns : KEYED_TRY_TABLE_NS,
-				&e);
 	if (ret)
 		return ret;
-	ret = taken_over(r, e, syncmem_lock_timed(r, entry_lock(e),
-						  syncmem__remaining(deadline)));
-	if (ret && ret != -EOWNERDEAD)
-		keyed_put(r, &v, e);
-	return ret;
+	for (uint32_t tries = 0; tries < KEYED_RETRY_MAX; tries++) {
+		int64_t left = syncmem__remaining(deadline);
+
+		/* The timeout covers the table and the key together. */
+		ret = keyed_enter(r, &v, key, len, left ? left : KEYED_TRY_TABLE_NS, true, &e,
+				  &taken);
+		if (ret)
+			return ret;
+		if (taken != -EBUSY)
+			return taken_over(r, e, taken);
+		if (!timeout_ns)
+			return -ETIMEDOUT;
+		ret = syncmem_lock_timed(r, entry_lock(e), syncmem__remaining(deadline));
+		if (ret && ret != -EOWNERDEAD)
+			return ret;
+		ret = taken_over(r, e, ret);
+		taken = keyed_still_ours(r, &v, e, key, len);
+		if (taken)
+			return taken < 0 ? taken : ret;
+	}
+	return -EUCLEAN;
 }
 
 int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
@@ -157,13 +254,15 @@ int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, con
 	return ret == -ETIMEDOUT ? -EBUSY : ret;
 }
 
-/* Release the held entry @e and drop our count; table lock held. */
+/* Release the held entry @e; the last use frees it. Table lock held. */
 static int keyed_release_locked(struct syncmem_region *r, const struct keytab_view *v,
 				struct keytab_entry *e)
 {
 	int ret = syncmem_unlock(r, entry_lock(e));
 
-	return ret ? ret : keyed_put_locked(v, e);
+	if (!ret)
+		keyed_free_if_unused_locked(v, e);
+	return ret;
 }
 
 static int keyed_release(struct syncmem_region *r, const struct keytab_view *v,
@@ -199,32 +298,73 @@ int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, cons
 
 /* An asynchronous keyed lock (or execute) in progress. */
 struct keyed_op {
+	struct syncmem_loop *loop;
 	struct syncmem_region *r;
 	struct keytab_view v;	/* validated when the call was made */
 	struct keytab_entry *e;
 	syncmem_wait_cb cb;
 	void (*fn)(void *arg);
 	void *arg;
+	uint32_t tries;
+	size_t len;
+	uint8_t key[SYNCMEM_KEY_MAX];
 };
 
+static int keyed_op_start(struct keyed_op *op);
+
+/* The key is held (@result 0 or -EOWNERDEAD), or the call failed. */
+static void keyed_op_done(struct keyed_op *op, int result)
+{
+	struct keyed_op o = *op;
+
+	free(op);
+	if (result && result != -EOWNERDEAD) {
+		if (o.cb)
+			o.cb(o.arg, result);
+		return;
+	}
+	if (o.cb) {
+		o.cb(o.arg, result);
+		return;
+	}
+	o.fn(o.arg);
+	keyed_release(o.r, &o.v, o.e);
+}
+
+/* From the loop: the entry's lock, after waiting for it. */
 static void keyed_op_locked(void *arg, int result)
 {
-	struct keyed_op op = *(struct keyed_op *)arg;
+	struct keyed_op *op = arg;
+	int ours;
 
-	free(arg);
-	result = taken_over(op.r, op.e, result);
 	if (result && result != -EOWNERDEAD) {
-		keyed_put(op.r, &op.v, op.e);
-		if (op.cb)
-			op.cb(op.arg, result);
+		keyed_op_done(op, result);
 		return;
 	}
-	if (op.cb) {
-		op.cb(op.arg, result);
+	result = taken_over(op->r, op->e, result);
+	ours = keyed_still_ours(op->r, &op->v, op->e, op->key, op->len);
+	if (ours) {
+		keyed_op_done(op, ours < 0 ? ours : result);
 		return;
 	}
-	op.fn(op.arg);
-	keyed_release(op.r, &op.v, op.e);
+	/* The entry was reused meanwhile: look the key up again. */
+	ours = ++op->tries < KEYED_RETRY_MAX ? keyed_op_start(op) : -EUCLEAN;
+	if (ours)
+		keyed_op_done(op, ours);
+}
+
+/*
+ * Look the key up and queue for its lock as the process (async holders are
+ * the process, so any of its threads may unlock): 0 (the loop calls back)
+ * or -errno.
+ */
+static int keyed_op_start(struct keyed_op *op)
+{
+	int taken, ret = keyed_enter(op->r, &op->v, op->key, op->len, SYNCMEM_FOREVER, false,
+				     &op->e, &taken);
+
+	return ret ? ret : syncmem_lock_async(op->loop, op->r, entry_lock(op->e),
+					      keyed_op_locked, op);
 }
 
 static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -242,17 +382,12 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	op = malloc(sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	*op = (struct keyed_op){ .r = r, .v = v, .cb = cb, .fn = fn, .arg = arg };
-	ret = keyed_get(r, &op->v, key, len, SYNCMEM_FOREVER, &op->e);
-	if (ret) {
+	*op = (struct keyed_op){ .loop = loop, .r = r, .v = v, .cb = cb, .fn = fn, .arg = arg,
+				 .len = len };
+	memcpy(op->key, key, len);
+	ret = keyed_op_start(op);
+	if (ret)
 		free(op);
-		return ret;
-	}
-	ret = syncmem_lock_async(loop, r, entry_lock(op->e), keyed_op_locked, op);
-	if (ret) {
-		keyed_put(r, &op->v, op->e);
-		free(op);
-	}
 	return ret;
 }
 

@@ -600,7 +600,7 @@ static void lock_op_step(void *arg, int result)
  * a dead holder's (an id never issued, the died bit kept), so that the next
  * acquirer is told, rather than make it unrecoverable.
  */
-static void abandon_taken_over(struct syncmem_region *r, struct syncmem_lock *l)
+void syncmem__lock_abandon(struct syncmem_region *r, struct syncmem_lock *l)
 {
 	__atomic_store_n(&l->word, SYNCMEM_OWNER_GONE | LOCK_DIED | LOCK_WAITERS,
 			 __ATOMIC_RELEASE);
@@ -641,7 +641,7 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		ret = syncmem__loop_post(loop, lock_op_taken, op, taken_result(taken));
 		if (ret) {
 			if (taken == 2)
-				abandon_taken_over(r, l);
+				syncmem__lock_abandon(r, l);
 			else
 				syncmem_unlock(r, l);
 			free(op);

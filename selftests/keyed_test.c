@@ -2,7 +2,8 @@
 /*
  * Keyed locks across processes: per-key exclusion, independent keys, FIFO
  * per key with blocking and async lockers, entries reclaimed, a full table,
- * multi-part keys, execute, every errno.
+ * nothing left by lockers and holders that die, multi-part keys, execute,
+ * every errno.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -254,6 +255,81 @@ TEST_F(keyed, a_full_table_is_enospc_until_an_entry_is_reclaimed)
 static void bump(void *arg)
 {
 	(*(int *)arg)++;
+}
+
+static void async_held(void *arg, int result)
+{
+	*(int *)arg = result;
+}
+
+/* A child that locks @key (blocking or async) and waits to be killed. */
+static pid_t locker_child(struct syncmem_region *r, struct syncmem_keyed *k, const char *key,
+			  int async)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct syncmem_loop *loop;
+		int result = 1;
+
+		if (!async) {
+			syncmem_keyed_lock(r, k, key, strlen(key), SYNCMEM_FOREVER);
+			for (;;)
+				pause();
+		}
+		if (syncmem_loop_new(&loop) ||
+		    syncmem_keyed_lock_async(loop, r, k, key, strlen(key), async_held, &result))
+			_exit(1);
+		for (;;)
+			syncmem_loop_run_once(loop, SYNCMEM_FOREVER);
+	}
+	return pid;
+}
+
+TEST_F_TIMEOUT(keyed, lockers_and_holders_that_die_leave_nothing_behind, 120)
+{
+	pid_t waiters[2], holder;
+
+	/* Two waiters (blocking and async) die in the queue of a held key. */
+	ASSERT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "k", 1));
+	for (int i = 0; i < 2; i++) {
+		waiters[i] = locker_child(self->r, self->k, "k", i);
+		ASSERT_LT(0, waiters[i]);
+		ASSERT_TRUE(await_waiters(self->r, (uint64_t)i + 1));
+	}
+	for (int i = 0; i < 2; i++) {
+		kill(waiters[i], SIGKILL);
+		EXPECT_EQ(128 + SIGKILL, wait_exit(waiters[i]));
+	}
+	EXPECT_TRUE(await_waiters(self->r, 0));
+	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "k", 1));
+	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));	/* the entry went with its last use */
+
+	/* Holders that die while nobody waits: their entries do not fill the table. */
+	for (int i = 0; i < TABLE_ENTRIES; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "dead-%d", i);
+		holder = locker_child(self->r, self->k, key, i % 2);
+		ASSERT_LT(0, holder);
+		while (syncmem_keyed_in_use(self->k) < (uint32_t)i + 1)
+			usleep(1000);
+		usleep(10000);	/* the async one's callback ran: it holds the key */
+		kill(holder, SIGKILL);
+		EXPECT_EQ(128 + SIGKILL, wait_exit(holder));
+	}
+	EXPECT_EQ(TABLE_ENTRIES, syncmem_keyed_in_use(self->k));
+	/* A dead holder's key goes to its next locker, told so. */
+	EXPECT_EQ(-EOWNERDEAD, syncmem_keyed_trylock(self->r, self->k, "dead-0", 6));
+	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "dead-0", 6));
+	EXPECT_EQ(TABLE_ENTRIES - 1, syncmem_keyed_in_use(self->k));
+	/* A new key in a table full of the dead: swept, not -ENOSPC. */
+	EXPECT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "x", 1));
+	EXPECT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "y", 1));
+	EXPECT_EQ(2, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "x", 1));
+	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "y", 1));
+	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));
 }
 
 TEST_F(keyed, multi_part_keys_and_execute)

@@ -210,8 +210,12 @@ TEST(keyed_table_edits_stay_inside_the_region)
 	}
 }
 
-/* An entry whose count a peer zeroed: the unlock says so, nothing underflows. */
-static int zero_refs_victim(void *arg)
+/*
+ * An entry whose lock word a peer zeroed under its holder: the unlock says
+ * the caller does not hold it, the entry (now unused) goes at the next
+ * full-table sweep or lock of its key, and the chain still works.
+ */
+static int zeroed_word_victim(void *arg)
 {
 	struct case_arg *a = arg;
 	struct tables *t = a->t;
@@ -224,20 +228,24 @@ static int zero_refs_victim(void *arg)
 		return 1;
 	if (syncmem__keytab_find(&v, "k0", 2, syncmem__key_hash("k0", 2), &e) || !e)
 		return 2;
-	e->refs = 0;
-	if (syncmem_keyed_unlock(&t->r, t->k, "k0", 2) != -EUCLEAN || e->refs)
+	((struct syncmem_lock *)keytab_payload(e))->word = 0;
+	if (syncmem_keyed_unlock(&t->r, t->k, "k0", 2) != -EPERM)
 		return 3;
 	/* Another key of the same bucket walks past it. */
 	len = key_in_bucket(e->hash & v.mask, 0, other);
 	if (syncmem_keyed_trylock(&t->r, t->k, other, len) ||
 	    syncmem_keyed_unlock(&t->r, t->k, other, len))
 		return 4;
+	/* The key itself works and its entry is freed after use. */
+	if (syncmem_keyed_trylock(&t->r, t->k, "k0", 2) ||
+	    syncmem_keyed_unlock(&t->r, t->k, "k0", 2) || syncmem_keyed_in_use(t->k))
+		return 5;
 	return 0;
 }
 
-TEST(keyed_counts_never_wrap)
+TEST(keyed_entries_live_by_their_lock_word)
 {
-	EXPECT_EQ(0, on_fresh_tables(zero_refs_victim, NULL));
+	EXPECT_EQ(0, on_fresh_tables(zeroed_word_victim, NULL));
 }
 
 /* ---- Flights a peer set up or damaged ----------------------------------- */
