@@ -16,7 +16,9 @@
  * may be freed (its holder left before the locker queued) and even reused
  * for another key, so a locker that waited checks, under the table lock,
  * that it holds the lock of an entry still holding its key; else it lets
- * go and starts again.
+ * go and starts again. Reusing an entry never resets its lock word: such a
+ * late locker may hold it or wait for it, and the key's new lockers queue
+ * behind it until it lets go.
  *
  * Every call validates the table against its region first (keytab.h's
  * view) and works within that view: whatever another process writes into
@@ -106,31 +108,34 @@ static void keyed_drop_dead(struct syncmem_region *r, struct syncmem_lock *l)
 
 /*
  * Table lock held, no entry free: free the entries nobody holds or waits
- * for, and those whose holder died while nobody waited (taken over and
- * dropped: the try never blocks; the death goes unreported, as the key is
- * gone). The number freed.
+ * for. Only when there are none, as the last resort before -ENOSPC, also
+ * those whose holder died while nobody waited (taken over and dropped: the
+ * try never blocks; the death goes unreported, as the key is gone). The
+ * number freed.
  */
 static uint32_t keyed_sweep_locked(struct syncmem_region *r, const struct keytab_view *v)
 {
 	uint32_t freed = 0;
 
-	for (uint32_t i = 0; i < v->nentries; i++) {
-		struct keytab_entry *e =
-			(struct keytab_entry *)(v->entries + (size_t)i * KEYTAB_ENTRY_SIZE);
-		struct syncmem_lock *l = entry_lock(e);
+	for (int pass = 0; pass < 2 && !freed; pass++) {
+		for (uint32_t i = 0; i < v->nentries; i++) {
+			struct keytab_entry *e =
+				(struct keytab_entry *)(v->entries + (size_t)i * KEYTAB_ENTRY_SIZE);
+			struct syncmem_lock *l = entry_lock(e);
 
-		if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED))
-			continue;
-		/* The waiters bit may be stale (kept by a holder that had waited). */
-		if (__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID) {
-			int ret = syncmem_trylock(r, l);
+			if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED))
+				continue;
+			/* The waiters bit may be stale (kept by a holder that had waited). */
+			if (pass && (__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID)) {
+				int ret = syncmem_trylock(r, l);
 
-			if (!ret)
-				syncmem_unlock(r, l);	/* let go of just now */
-			else if (ret == -EOWNERDEAD)
-				keyed_drop_dead(r, l);
+				if (!ret)
+					syncmem_unlock(r, l);	/* let go of just now */
+				else if (ret == -EOWNERDEAD)
+					keyed_drop_dead(r, l);
+			}
+			freed += keyed_free_if_unused_locked(v, e);
 		}
-		freed += keyed_free_if_unused_locked(v, e);
 	}
 	return freed;
 }
@@ -156,8 +161,11 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v, co
 		err = syncmem__keytab_insert(v, key, len, hash, &e);
 		if (err == -ENOSPC && keyed_sweep_locked(r, v))
 			err = syncmem__keytab_insert(v, key, len, hash, &e);
-		if (!err)
-			syncmem_lock_init(entry_lock(e), SYNCMEM_LOCK_FAIR);
+		if (!err) {
+			/* Fair mode; the word is left as it is (see the top). */
+			__atomic_store_n(&entry_lock(e)->flags, SYNCMEM_LOCK_FAIR, __ATOMIC_RELAXED);
+			__atomic_store_n(&entry_lock(e)->starving, 0, __ATOMIC_RELAXED);
+		}
 	}
 	*taken = -EBUSY;
 	if (!err && try) {
@@ -171,41 +179,75 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v, co
 	return err;
 }
 
-/*
- * The lock of @e was taken (@ret 0 or -EOWNERDEAD) after waiting outside
- * the table lock: is @e still @key's entry? 1 yes, the key is held; 0 no
- * (let go of: look the key up again); -errno.
- */
-static int keyed_still_ours(struct syncmem_region *r, const struct keytab_view *v,
-			    struct keytab_entry *e, const void *key, size_t len)
+/* Let go of @l, taken with @ret (0 or -EOWNERDEAD) for nothing: a death stays reported. */
+static void keyed_let_go(struct syncmem_region *r, struct syncmem_lock *l, int ret)
 {
-	int err = syncmem__keytab_lock(r, v, SYNCMEM_FOREVER), ours;
+	if (ret == -EOWNERDEAD)
+		syncmem__lock_abandon(r, l);
+	else
+		syncmem_unlock(r, l);
+}
 
-	if (err)
+/* The result of a check after waiting: the entry was not the key's, look again. */
+#define KEYED_AGAIN	1
+
+/*
+ * The lock of @e was taken by @me (@ret 0 or -EOWNERDEAD) after waiting
+ * outside the table lock: is @e still @key's entry? If so, the key's
+ * result (0, or -EOWNERDEAD with the lock made consistent: a key has no
+ * consistent call of its own and goes on as an ordinary key). Else it is
+ * let go of: KEYED_AGAIN (look the key up again), or -errno.
+ */
+static int keyed_after_wait(struct syncmem_region *r, const struct keytab_view *v,
+			    struct keytab_entry *e, const void *key, size_t len, uint64_t me,
+			    int ret)
+{
+	struct syncmem_lock *l = entry_lock(e);
+	int err = syncmem__keytab_lock(r, v, SYNCMEM_FOREVER);
+	uint32_t key_len;
+
+	if (err) {
+		keyed_let_go(r, l, ret);
 		return err;
-	/* A reuse of the entry re-initialises its lock: held by us means not reused since. */
-	ours = syncmem__lock_held(entry_lock(e)) &&
-	       __atomic_load_n(&e->key_len, __ATOMIC_RELAXED) == len &&
-	       !memcmp(e->key, key, len);
-	if (!ours && syncmem__lock_held(entry_lock(e)) &&
-	    !syncmem_unlock(r, entry_lock(e)))
-		keyed_free_if_unused_locked(v, e);
+	}
+	key_len = __atomic_load_n(&e->key_len, __ATOMIC_RELAXED);
+	if ((__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID) != me) {
+		ret = KEYED_AGAIN;	/* not ours after all: a peer wrote the word */
+	} else if (key_len == len && !memcmp(e->key, key, len)) {
+		err = ret == -EOWNERDEAD ? syncmem_lock_consistent(r, l) : 0;
+		if (err) {
+			keyed_let_go(r, l, ret);
+			ret = err;
+		}
+	} else if (ret == -EOWNERDEAD && key_len) {
+		/* Another key's holder died: its next locker is told, not us. */
+		syncmem__lock_abandon(r, l);
+		ret = KEYED_AGAIN;
+	} else {
+		/* A free entry's, or another key's: hand it on, free it if unused. */
+		if (ret == -EOWNERDEAD)
+			syncmem_lock_consistent(r, l);
+		if (!syncmem_unlock(r, l))
+			keyed_free_if_unused_locked(v, e);
+		ret = KEYED_AGAIN;
+	}
 	syncmem__keytab_unlock(r, v);
-	return ours;
+	return ret;
 }
 
 /*
- * The key's last holder died (@ret -EOWNERDEAD): we hold it, and tell the
- * caller so. The key has no consistent call of its own: it goes on as an
- * ordinary key, so its lock is made consistent here.
+ * The key's last holder died (@ret -EOWNERDEAD), found by a try under the
+ * table lock: we hold it, and tell the caller so, the lock made consistent.
  */
 static int taken_over(struct syncmem_region *r, struct keytab_entry *e, int ret)
 {
 	if (ret == -EOWNERDEAD) {
 		int err = syncmem_lock_consistent(r, entry_lock(e));
 
-		if (err)
+		if (err) {
+			keyed_let_go(r, entry_lock(e), ret);
 			return err;
+		}
 	}
 	return ret;
 }
@@ -213,8 +255,18 @@ static int taken_over(struct syncmem_region *r, struct keytab_entry *e, int ret)
 /* Looks again after a wait found the entry reused: a key keeps moving, give up. */
 #define KEYED_RETRY_MAX	1000
 
-int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
-		       size_t len, int64_t timeout_ns)
+/*
+ * Keys are made consistent as they are taken over, so a key's word never
+ * reads "not recoverable" unless a peer wrote it: a value this library
+ * never leaves there.
+ */
+static int keyed_result(int ret)
+{
+	return ret == -ENOTRECOVERABLE ? -EUCLEAN : ret;
+}
+
+static int keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+		      size_t len, int64_t timeout_ns)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
 	struct keytab_view v;
@@ -238,12 +290,18 @@ int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const 
 		ret = syncmem_lock_timed(r, entry_lock(e), syncmem__remaining(deadline));
 		if (ret && ret != -EOWNERDEAD)
 			return ret;
-		ret = taken_over(r, e, ret);
-		taken = keyed_still_ours(r, &v, e, key, len);
-		if (taken)
-			return taken < 0 ? taken : ret;
+		/* Taken as this thread: its id is known by now. */
+		ret = keyed_after_wait(r, &v, e, key, len, syncmem__cached_owner, ret);
+		if (ret != KEYED_AGAIN)
+			return ret;
 	}
 	return -EUCLEAN;
+}
+
+int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
+		       size_t len, int64_t timeout_ns)
+{
+	return keyed_result(keyed_lock(r, k, key, len, timeout_ns));
 }
 
 int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
@@ -318,6 +376,7 @@ static void keyed_op_done(struct keyed_op *op, int result)
 	struct keyed_op o = *op;
 
 	free(op);
+	result = keyed_result(result);
 	if (result && result != -EOWNERDEAD) {
 		if (o.cb)
 			o.cb(o.arg, result);
@@ -341,10 +400,11 @@ static void keyed_op_locked(void *arg, int result)
 		keyed_op_done(op, result);
 		return;
 	}
-	result = taken_over(op->r, op->e, result);
-	ours = keyed_still_ours(op->r, &op->v, op->e, op->key, op->len);
-	if (ours) {
-		keyed_op_done(op, ours < 0 ? ours : result);
+	/* Taken as this process: its id is known by now. */
+	result = keyed_after_wait(op->r, &op->v, op->e, op->key, op->len,
+				  syncmem__process_owner_cached(), result);
+	if (result != KEYED_AGAIN) {
+		keyed_op_done(op, result);
 		return;
 	}
 	/* The entry was reused meanwhile: look the key up again. */
@@ -385,7 +445,7 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	*op = (struct keyed_op){ .loop = loop, .r = r, .v = v, .cb = cb, .fn = fn, .arg = arg,
 				 .len = len };
 	memcpy(op->key, key, len);
-	ret = keyed_op_start(op);
+	ret = keyed_result(keyed_op_start(op));
 	if (ret)
 		free(op);
 	return ret;

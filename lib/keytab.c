@@ -315,7 +315,12 @@ int syncmem__keytab_insert(const struct keytab_view *v, const void *key, size_t 
 	if (next > v->nentries)
 		return -EUCLEAN;
 	v->t->free_head = next;
-	memset(e, 0, KEYTAB_ENTRY_SIZE);
+	/*
+	 * The head only: the payload is its user's to set up. A keyed lock's
+	 * word may still be held, or waited on, by a locker that looked the
+	 * entry up before it was freed; wiping it would strand its waiters.
+	 */
+	memset(e, 0, sizeof(*e));
 	e->hash = hash;
 	e->key_len = (uint32_t)len;
 	memcpy(e->key, key, len);
