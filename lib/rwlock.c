@@ -491,9 +491,13 @@ static int reader_through(struct syncmem_region *r, struct syncmem_rwlock *rw, i
 	int ret;
 
 	if (died) {
-		/* Told now: later lockers are not. Readers stay out until it leaves. */
+		/*
+		 * Told now. Readers stay out until it leaves, and @writer stays
+		 * set for its section: should it die repairing, the next
+		 * locker is told in its turn. Its unlock clears both.
+		 */
 		__atomic_fetch_or(&rw->closed, RW_HELD, __ATOMIC_SEQ_CST);
-		__atomic_store_n(&rw->writer, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&rw->writer, syncmem__tid(), __ATOMIC_RELAXED);
 		return 1;
 	}
 	me = syncmem__process_owner(r->fd);
@@ -567,20 +571,22 @@ static void async_hold_register(void)
 	pthread_atfork(async_hold_prepare, async_hold_parent, async_hold_child);
 }
 
-/* 0, or -ENOMEM. */
-static int async_hold_add(const struct syncmem_rwlock *rw)
+/* A record for an async lock about to start, or NULL (-ENOMEM). */
+static struct async_hold *async_hold_new(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	struct async_hold *h = malloc(sizeof(*h));
 
-	if (!h)
-		return -ENOMEM;
 	pthread_once(&once, async_hold_register);
+	return malloc(sizeof(struct async_hold));
+}
+
+/* Record that the process holds the turnstile of @rw, with @h from async_hold_new(). */
+static void async_hold_add(struct async_hold *h, const struct syncmem_rwlock *rw)
+{
 	pthread_mutex_lock(&async_hold_mutex);
 	*h = (struct async_hold){ .rw = rw, .next = async_holds };
 	async_holds = h;
 	pthread_mutex_unlock(&async_hold_mutex);
-	return 0;
 }
 
 /* Was the turnstile of @rw held for an async lock? Forgotten once asked. */
@@ -871,18 +877,32 @@ struct rw_op {
 	struct syncmem_rwlock *rw;
 	syncmem_wait_cb cb;
 	void *arg;
+	struct async_hold *hold;	/* kept ready: recording a hold cannot fail */
 	int died;		/* the turnstile's last holder died writing */
 	uint32_t slot;		/* a writer: the slot it drains */
 	uint32_t changed;	/* its waits that found the word changed, in a row */
 };
+
+static void rw_op_free(struct rw_op *op)
+{
+	free(op->hold);
+	free(op);
+}
 
 static void rw_op_finish(struct rw_op *op, int result)
 {
 	syncmem_wait_cb cb = op->cb;
 	void *arg = op->arg;
 
-	free(op);
+	rw_op_free(op);
 	cb(arg, result);
+}
+
+/* The process holds the turnstile for @op's lock: unlock must know. */
+static void rw_op_hold(struct rw_op *op)
+{
+	async_hold_add(op->hold, op->rw);
+	op->hold = NULL;
 }
 
 static void rd_turnstile_passed(void *arg, int result)
@@ -892,9 +912,9 @@ static void rd_turnstile_passed(void *arg, int result)
 
 	if (died >= 0) {
 		result = reader_through(op->r, op->rw, died);
-		/* Reading holding the turnstile, as the process: unlock must know. */
-		if (result == 1 && async_hold_add(op->rw))
-			result = -ENOMEM, turnstile_leave(op->r, op->rw);
+		/* Reading holding the turnstile, as the process. */
+		if (result == 1)
+			rw_op_hold(op);
 		if (result >= 0)
 			result = taken(died);
 	} else {
@@ -941,12 +961,7 @@ static void wr_drain(struct rw_op *op)
 	}
 	slots_quiet(op->rw);
 	__atomic_store_n(&op->rw->writer, syncmem__tid(), __ATOMIC_RELAXED);
-	/* Held as the process: unlock must know it is the writer's. */
-	if (async_hold_add(op->rw)) {
-		turnstile_leave(op->r, op->rw);
-		rw_op_finish(op, -ENOMEM);
-		return;
-	}
+	rw_op_hold(op);
 	rw_op_finish(op, taken(op->died));
 }
 
@@ -984,8 +999,14 @@ static struct rw_op *rw_op_new(struct syncmem_loop *loop, struct syncmem_region 
 {
 	struct rw_op *op = malloc(sizeof(*op));
 
-	if (op)
-		*op = (struct rw_op){ .loop = loop, .r = r, .rw = rw, .cb = cb, .arg = arg };
+	if (!op)
+		return NULL;
+	*op = (struct rw_op){ .loop = loop, .r = r, .rw = rw, .cb = cb, .arg = arg,
+			      .hold = async_hold_new() };
+	if (!op->hold) {
+		rw_op_free(op);
+		return NULL;
+	}
 	return op;
 }
 
@@ -1015,7 +1036,7 @@ int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region
 		return -ENOMEM;
 	ret = syncmem_lock_async(loop, r, &rw->turnstile, rd_turnstile_passed, op);
 	if (ret)
-		free(op);
+		rw_op_free(op);
 	return ret;
 }
 
@@ -1037,7 +1058,7 @@ int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region
 	ret = syncmem_lock_async(loop, r, &rw->turnstile, wr_turnstile_passed, op);
 	if (ret) {
 		writer_unannounce(rw);
-		free(op);
+		rw_op_free(op);
 	}
 	return ret;
 }

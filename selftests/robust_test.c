@@ -388,25 +388,40 @@ TEST_F(robust, processes_in_different_pid_namespaces_exclude_each_other)
 	EXPECT_EQ(0, sh->lock.word);
 }
 
-TEST_F(robust, a_writer_that_dies_inside_is_reported_and_the_rwlock_goes_on)
+/*
+ * A child that takes the rwlock with @fn (expecting @want), says so and is
+ * killed holding it. 0, or -1 when the child could not take it.
+ */
+static int rw_lock_and_die(struct syncmem_region *r, struct rshared *sh,
+			   int (*fn)(struct syncmem_region *, struct syncmem_rwlock *), int want)
 {
-	struct rshared *sh = self->sh;
-	pid_t pid;
+	pid_t pid = fork();
 
-	syncmem_rwlock_init(&sh->rw);
-	pid = fork();
-	ASSERT_LE(0, pid);
+	if (pid < 0)
+		return -1;
 	if (pid == 0) {
-		if (syncmem_rwlock_wrlock(self->r, &sh->rw))
+		if (fn(r, &sh->rw) != want)
 			_exit(1);
 		atomic_store(&sh->ready, 1);
 		for (;;)
 			pause();
 	}
-	while (!atomic_load(&sh->ready))
+	while (!atomic_load(&sh->ready)) {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return -1;
 		usleep(1000);
+	}
 	atomic_store(&sh->ready, 0);
 	kill_and_reap(pid);
+	return 0;
+}
+
+TEST_F(robust, a_writer_that_dies_inside_is_reported_and_the_rwlock_goes_on)
+{
+	struct rshared *sh = self->sh;
+
+	syncmem_rwlock_init(&sh->rw);
+	ASSERT_EQ(0, rw_lock_and_die(self->r, sh, syncmem_rwlock_wrlock, 0));
 	/* A reader comes in, told that the last writer died inside. */
 	EXPECT_EQ(-EOWNERDEAD, syncmem_rwlock_rdlock(self->r, &sh->rw));
 	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
@@ -432,7 +447,6 @@ TEST_F(robust, a_writers_death_is_reported_even_after_a_writer_gave_up)
 {
 	struct rshared *sh = self->sh;
 	struct syncmem_rwlock_slot *mine = NULL;
-	pid_t pid;
 
 	syncmem_rwlock_init(&sh->rw);
 	/* This process reads once: it owns a slot from now on. */
@@ -442,19 +456,7 @@ TEST_F(robust, a_writers_death_is_reported_even_after_a_writer_gave_up)
 		if (sh->rw.slot[i].owner)
 			mine = &sh->rw.slot[i];
 	ASSERT_NE(NULL, mine);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		if (syncmem_rwlock_wrlock(self->r, &sh->rw))
-			_exit(1);
-		atomic_store(&sh->ready, 1);
-		for (;;)
-			pause();
-	}
-	while (!atomic_load(&sh->ready))
-		usleep(1000);
-	atomic_store(&sh->ready, 0);
-	kill_and_reap(pid);
+	ASSERT_EQ(0, rw_lock_and_die(self->r, sh, syncmem_rwlock_wrlock, 0));
 	/*
 	 * A share counted in the slot (a reader between its count and its look
 	 * at the lock): writers that find it give up, and are not the ones told.
@@ -480,6 +482,22 @@ TEST_F(robust, a_writers_death_is_reported_even_after_a_writer_gave_up)
 	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
 }
 
+TEST_F(robust, a_reader_that_dies_repairing_after_a_writers_death_is_reported_too)
+{
+	struct rshared *sh = self->sh;
+
+	syncmem_rwlock_init(&sh->rw);
+	/* A writer dies inside; then a reader told so dies repairing. */
+	ASSERT_EQ(0, rw_lock_and_die(self->r, sh, syncmem_rwlock_wrlock, 0));
+	ASSERT_EQ(0, rw_lock_and_die(self->r, sh, syncmem_rwlock_rdlock, -EOWNERDEAD));
+	EXPECT_EQ(-EOWNERDEAD, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, sh->rw.writer);
+	EXPECT_EQ(0, sh->rw.closed);
+}
+
 static void note_result(void *arg, int result)
 {
 	*(int *)arg = result;
@@ -499,22 +517,9 @@ TEST_F(robust, an_async_reader_told_of_a_writers_death_reads_alone_and_any_threa
 	struct syncmem_loop *loop;
 	int result = 1;
 	pthread_t t;
-	pid_t pid;
 
 	syncmem_rwlock_init(&sh->rw);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		if (syncmem_rwlock_wrlock(self->r, &sh->rw))
-			_exit(1);
-		atomic_store(&sh->ready, 1);
-		for (;;)
-			pause();
-	}
-	while (!atomic_load(&sh->ready))
-		usleep(1000);
-	atomic_store(&sh->ready, 0);
-	kill_and_reap(pid);
+	ASSERT_EQ(0, rw_lock_and_die(self->r, sh, syncmem_rwlock_wrlock, 0));
 	ASSERT_EQ(0, syncmem_loop_new(&loop));
 	ASSERT_EQ(0, syncmem_rwlock_rdlock_async(loop, self->r, &sh->rw, note_result, &result));
 	for (int i = 0; i < 1000 && result == 1; i++)
