@@ -633,7 +633,16 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		return -ENOMEM;
 	*op = (struct lock_op){ .loop = loop, .r = r, .l = l, .cb = cb, .fn = fn, .arg = arg,
 				.id = (uint64_t)id };
-	ret = lock_op_try(op);
+	/*
+	 * A free word (0: nobody waits) is taken as the blocking fast path
+	 * takes it, without the waiters bit, so that its unlock needs no
+	 * system call. Acquire: the last holder's section happens before ours.
+	 */
+	if (__atomic_compare_exchange_n(&l->word, &(uint64_t){ LOCK_FREE }, (uint64_t)id, false,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		ret = 1;
+	else
+		ret = lock_op_try(op);
 	if (ret > 0) {
 		/* Taken at once; the callback still runs from the loop. */
 		int taken = ret;

@@ -284,6 +284,16 @@ TEST_F(lock, execute_locked_and_async_cancel)
 	EXPECT_EQ(0, syncmem_loop_run(loop));
 	EXPECT_EQ(1, runs);
 	EXPECT_EQ(0, syncmem_trylock(self->r, &self->sh->lock));	/* released */
+	EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
+	/* Taken at once: no waiters bit left behind, so the unlock needs no ioctl. */
+	ASSERT_EQ(0, syncmem_lock_async(loop, self->r, &self->sh->lock, note_result, &result));
+	EXPECT_EQ(0, self->sh->lock.word & SYNCMEM_OWNER_WAITERS);
+	EXPECT_EQ(0, syncmem_loop_run(loop));
+	EXPECT_EQ(0, result);
+	EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
+	EXPECT_EQ(0, self->sh->lock.word);
+	result = 1;
+	EXPECT_EQ(0, syncmem_trylock(self->r, &self->sh->lock));
 	/* Held lock: queued behind us; freeing the loop cancels it. */
 	ASSERT_EQ(0, syncmem_lock_async(loop, self->r, &self->sh->lock, note_result, &result));
 	EXPECT_EQ(1, result);
