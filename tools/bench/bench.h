@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +64,36 @@ static inline double bench_median(double *v, int n)
 {
 	qsort(v, n, sizeof(*v), bench_cmp);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Run @fn(@arg, i) in @procs forked processes (at most 8) that start
+ * together once all exist; each returns its operations per second, kept
+ * in @rate (shared memory, @procs entries) with @go (shared) as the start
+ * flag. The total of all processes.
+ */
+static inline double bench_forked(int procs, _Atomic int *go, double *rate,
+				  double (*fn)(void *arg, int i), void *arg)
+{
+	pid_t pid[8];
+	double total = 0;
+
+	__atomic_store_n(go, 0, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < procs && i < 8; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0) {
+			while (!__atomic_load_n(go, __ATOMIC_ACQUIRE))
+				;
+			rate[i] = fn(arg, i);
+			_exit(0);
+		}
+	}
+	__atomic_store_n(go, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < procs && i < 8; i++) {
+		waitpid(pid[i], NULL, 0);
+		total += rate[i];
+	}
+	return total;
 }
 
 /*
