@@ -141,6 +141,27 @@ static uint32_t keyed_sweep_locked(struct syncmem_region *r, const struct keytab
 }
 
 /*
+ * An entry's head count, unused by keyed locks, marks an entry not yet
+ * held for its key: its word may still carry a late locker of the entry's
+ * previous key (or of none) that died, and that death is not the key's.
+ */
+#define KEYED_FRESH	1
+
+/*
+ * Table lock held: @e's lock was taken for its key with @ret (0 or
+ * -EOWNERDEAD). The key has been held from now on; a death found on a
+ * fresh entry was nobody's holding of this key: made consistent, it is 0.
+ */
+static int keyed_got(struct syncmem_region *r, struct keytab_entry *e, int ret)
+{
+	bool fresh = __atomic_exchange_n(&e->refs, 0, __ATOMIC_RELAXED) == KEYED_FRESH;
+
+	if (ret == -EOWNERDEAD && fresh && !syncmem_lock_consistent(r, entry_lock(e)))
+		return 0;
+	return ret;
+}
+
+/*
  * Find or create the entry of @key and, with @try, try its lock, within
  * @timeout_ns for the table (negative: no limit of the caller's). 0 with
  * the key held (*@taken the trylock's 0 or -EOWNERDEAD), 0 with *@taken
@@ -165,13 +186,16 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v, co
 			/* Fair mode; the word is left as it is (see the top). */
 			__atomic_store_n(&entry_lock(e)->flags, SYNCMEM_LOCK_FAIR, __ATOMIC_RELAXED);
 			__atomic_store_n(&entry_lock(e)->starving, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&e->refs, KEYED_FRESH, __ATOMIC_RELAXED);
 		}
 	}
 	*taken = -EBUSY;
 	if (!err && try) {
 		/* Never waits: a dead holder is taken over, a live one is -EBUSY. */
 		*taken = syncmem_trylock(r, entry_lock(e));
-		if (*taken != 0 && *taken != -EOWNERDEAD && *taken != -EBUSY)
+		if (*taken == 0 || *taken == -EOWNERDEAD)
+			*taken = keyed_got(r, e, *taken);
+		else if (*taken != -EBUSY)
 			err = *taken;
 	}
 	syncmem__keytab_unlock(r, v);
@@ -214,6 +238,7 @@ static int keyed_after_wait(struct syncmem_region *r, const struct keytab_view *
 	if ((__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID) != me) {
 		ret = KEYED_AGAIN;	/* not ours after all: a peer wrote the word */
 	} else if (key_len == len && !memcmp(e->key, key, len)) {
+		ret = keyed_got(r, e, ret);
 		err = ret == -EOWNERDEAD ? syncmem_lock_consistent(r, l) : 0;
 		if (err) {
 			keyed_let_go(r, l, ret);
