@@ -88,9 +88,10 @@ int syncmem__count_arm(struct syncmem_region *r, uint32_t *word, uint64_t *id)
 	return ret ? ret : guard_arm_action(&arg, id);
 }
 
-int syncmem__count_undo(uint64_t id)
+/* Disarm action @id with SYNCMEM_DISARM_* @flags: the ioctl's result, or -ENOENT. */
+static int guard_disarm_flags(uint64_t id, uint32_t flags)
 {
-	struct syncmem_disarm arg = { .user_data = id, .flags = SYNCMEM_DISARM_UNDO };
+	struct syncmem_disarm arg = { .user_data = id, .flags = flags };
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&guard_mutex);
@@ -100,14 +101,12 @@ int syncmem__count_undo(uint64_t id)
 	return ret;
 }
 
+int syncmem__count_undo(uint64_t id)
+{
+	return guard_disarm_flags(id, SYNCMEM_DISARM_UNDO);
+}
+
 int syncmem__guard_disarm(uint64_t id)
 {
-	struct syncmem_disarm arg = { .user_data = id };
-	int ret = -ENOENT;
-
-	pthread_mutex_lock(&guard_mutex);
-	if (guard_fd >= 0)
-		ret = syncmem__ioctl(guard_fd, SYNCMEM_IOC_DISARM, &arg);
-	pthread_mutex_unlock(&guard_mutex);
-	return ret;
+	return guard_disarm_flags(id, 0);
 }
