@@ -654,7 +654,7 @@ struct syncmem_keytab {
 	uint32_t nentries;
 	uint32_t nbuckets;	/* a power of two */
 	uint32_t entry_size;
-	uint32_t buckets_off;	/* from the table start: nbuckets u32 heads */
+	uint32_t buckets_off;	/* from the table start: nbuckets u64 words */
 	uint32_t entries_off;
 	uint64_t footprint;
 	uint32_t free_head;	/* index + 1 of the first free entry */
@@ -668,7 +668,7 @@ struct syncmem_keytab {
 
 #define SYNCMEM_KEYED_MAGIC	0x4459454bu	/* "KEYD" */
 #define SYNCMEM_FLIGHT_MAGIC	0x54484c46u	/* "FLHT" */
-#define SYNCMEM_KEYTAB_VERSION	1u
+#define SYNCMEM_KEYTAB_VERSION	2u
 
 /*
  * A table of locks by key: one holder per key at a time, the others wait in
@@ -712,7 +712,10 @@ int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r
 int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
 			  struct syncmem_keyed *k, const void *key, size_t len,
 			  void (*fn)(void *arg), void *arg);
-uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k);	/* keys held or waited for */
+/* Entries the table holds: keys held, waited for, or kept for their next locker. */
+uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k);
+/* Keys held or waited for (a scan of the table), or -errno. */
+int syncmem_keyed_held(struct syncmem_region *r, struct syncmem_keyed *k);
 
 /* ---- Single-flight -------------------------------------------------------- */
 

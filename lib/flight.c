@@ -219,9 +219,8 @@ static void flight_put(struct flight_call *c)
 	syncmem__keytab_unlock(c->r, &c->v);
 }
 
-/* Become the leader of a new flight of @key; table lock held. */
-static int flight_start_locked(struct flight_call *c, const void *key, size_t len,
-			       uint32_t hash)
+/* Become the leader of a new flight of @k; table lock held. */
+static int flight_start_locked(struct flight_call *c, const struct keytab_key *k)
 {
 	struct keytab_entry *e;
 	struct flight *fl;
@@ -234,9 +233,9 @@ static int flight_start_locked(struct flight_call *c, const void *key, size_t le
 		err = syncmem__pool_alloc_unheld(&c->pool, &block);
 	if (err)
 		return err;
-	err = syncmem__keytab_insert(&c->v, key, len, hash, &e);
+	err = syncmem__keytab_insert(&c->v, k, &e);
 	if (err == -ENOSPC && flight_sweep_locked(c))
-		err = syncmem__keytab_insert(&c->v, key, len, hash, &e);
+		err = syncmem__keytab_insert(&c->v, k, &e);
 	if (err) {
 		syncmem_pool_free(&c->pool, block);
 		return err;
@@ -266,13 +265,14 @@ static int flight_start_locked(struct flight_call *c, const void *key, size_t le
 /* Join the running flight of @key, or start one as its leader. */
 static int flight_join(struct flight_call *c, const void *key, size_t len)
 {
-	uint32_t hash = syncmem__key_hash(key, len);
+	struct keytab_key k;
 	struct keytab_entry *e;
 	int err = syncmem__keytab_lock(c->r, &c->v, SYNCMEM_FOREVER);
 
 	if (err)
 		return err;
-	err = syncmem__keytab_find(&c->v, key, len, hash, &e);
+	syncmem__keytab_key(&k, key, len);
+	err = syncmem__keytab_find(&c->v, &k, &e);
 	if (!err && e && flight_reap_dead_locked(c, e))
 		e = NULL;
 	if (!err && e && entry_flight(e)->linked) {
@@ -283,7 +283,7 @@ static int flight_join(struct flight_call *c, const void *key, size_t len)
 		if (!err)
 			c->e = e;
 	} else if (!err) {
-		err = flight_start_locked(c, key, len, hash);
+		err = flight_start_locked(c, &k);
 	}
 	syncmem__keytab_unlock(c->r, &c->v);
 	return err;

@@ -5,18 +5,25 @@
  * An entry's payload is a SYNCMEM_LOCK_FAIR struct syncmem_lock: one holder
  * per key, the others in its kernel FIFO queue (blocking and async lockers
  * alike). Nothing counts who uses an entry, so nothing is left behind when
- * a user dies: an entry lives while its lock word is not 0 (held, or
- * waited on), and whoever holds the table lock and finds a word of 0 may
- * free the entry. The unlock that leaves the word at 0 does so at once,
- * and a full table first frees such entries and those of dead holders
- * nobody waits for.
+ * a user dies: an entry may be reclaimed while its lock word is 0 (neither
+ * held nor waited on). Entries stay in their chain after an unlock, ready
+ * for the key's next locker; a table out of free entries reclaims every
+ * idle one at once, and, as the last resort, those of dead holders nobody
+ * waits for.
  *
- * A locker looks its key up and tries the lock under the table lock; if
- * that fails, it waits for the entry's lock outside it. Meanwhile the entry
- * may be freed (its holder left before the locker queued) and even reused
- * for another key, so a locker that waited checks, under the table lock,
- * that it holds the lock of an entry still holding its key; else it lets
- * go and starts again. Reusing an entry never resets its lock word: such a
+ * The fast paths take no table-wide lock: a lock looks its key up with no
+ * lock at all, CASes the entry's word 0 -> its owner id and checks the
+ * chain's sequence (keytab.h); an unlock looks up likewise and releases.
+ * Different keys share no written cache line on these paths. Anything
+ * else (the key absent, held, the chain changing) goes through the lock
+ * of the key's chain (one of 16 stripes), held for a lookup and a trylock,
+ * and the table lock only to take a free entry.
+ *
+ * A locker that must wait does so outside every table lock. Meanwhile the
+ * entry may be reclaimed (its holder left before the locker queued) and
+ * even reused for another key, so a locker that waited checks, under the
+ * chain lock, that it holds the lock of its key's entry; else it lets go
+ * and starts again. Reusing an entry never resets its lock word: such a
  * late locker may hold it or wait for it, and the key's new lockers queue
  * behind it until it lets go.
  *
@@ -31,6 +38,7 @@
 #include <string.h>
 
 #include "keytab.h"
+#include "ready.h"
 
 _Static_assert(sizeof(struct keytab_entry) + sizeof(struct syncmem_lock) <= KEYTAB_ENTRY_SIZE,
 	       "keyed entry");
@@ -62,31 +70,48 @@ uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k)
 	return __atomic_load_n(&k->t.used, __ATOMIC_RELAXED);
 }
 
-/* The table (validated for this call) and the key. */
+/* The table (validated for this call) and the key, prepared in @kk. */
 static int keyed_check(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
-		       size_t len, struct keytab_view *v)
+		       size_t len, struct keytab_view *v, struct keytab_key *kk)
 {
 	int err = syncmem__keytab_view(r, k ? &k->t : NULL, SYNCMEM_KEYED_MAGIC, v);
 
-	return err ? err : syncmem__key_check(key, len);
+	if (!err)
+		err = syncmem__key_check(key, len);
+	if (!err)
+		syncmem__keytab_key(kk, key, len);
+	return err;
 }
 
 /*
- * A try call's wait for the table lock: its honest holders take it for
- * microseconds, so this never turns a free key into -EBUSY.
+ * A try call's wait for a table or chain lock: their honest holders take
+ * them for microseconds, so this never turns a free key into -EBUSY.
  */
 #define KEYED_TRY_TABLE_NS	(10 * 1000000LL)
 
-/* Table lock held: free @e if its lock is neither held nor waited on. True if freed. */
-static bool keyed_free_if_unused_locked(const struct keytab_view *v, struct keytab_entry *e)
+/*
+ * An entry's head count, unused by keyed locks, marks an entry not yet
+ * held for its key: its word may still carry a late locker of the entry's
+ * previous key (or of none) that died, and that death is not the key's.
+ */
+#define KEYED_FRESH	1
+
+/*
+ * @e's lock was taken for its key with @ret (0 or -EOWNERDEAD), and the
+ * key is @e's (the chain lock held, or checked with no lock). The key has
+ * been held from now on; a death found on a fresh entry was nobody's
+ * holding of this key: made consistent, it is 0.
+ */
+static int keyed_got(struct syncmem_region *r, struct keytab_entry *e, int ret)
 {
-	if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&entry_lock(e)->word, __ATOMIC_ACQUIRE))
-		return false;
-	if (syncmem__keytab_unlink(v, e))
-		return false;		/* corrupted: leave the entry where it is */
-	syncmem__keytab_free(v, e);
-	return true;
+	bool fresh;
+
+	if (__builtin_expect(!__atomic_load_n(&e->refs, __ATOMIC_RELAXED), 1))
+		return ret;
+	fresh = __atomic_exchange_n(&e->refs, 0, __ATOMIC_RELAXED) == KEYED_FRESH;
+	if (ret == -EOWNERDEAD && fresh && !syncmem_lock_consistent(r, entry_lock(e)))
+		return 0;
+	return ret;
 }
 
 /*
@@ -107,11 +132,42 @@ static void keyed_drop_dead(struct syncmem_region *r, struct syncmem_lock *l)
 }
 
 /*
+ * Table lock held: reclaim @e if nobody holds or waits for its lock, with
+ * @dead, also if its holder died while nobody waited (taken over and
+ * dropped: the try never blocks). True if freed.
+ */
+static bool keyed_reclaim(struct syncmem_region *r, const struct keytab_view *v,
+			  struct keytab_entry *e, bool dead)
+{
+	struct syncmem_lock *l = entry_lock(e);
+	uint32_t hash = __atomic_load_n(&e->hash, __ATOMIC_RELAXED);
+	bool freed;
+
+	if (syncmem__keytab_chain_lock(r, v, hash, SYNCMEM_FOREVER))
+		return false;
+	syncmem__keytab_settle(v, hash);
+	/* The waiters bit may be stale (kept by a holder that had waited). */
+	if (dead && (__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID)) {
+		int ret = syncmem_trylock(r, l);
+
+		if (!ret)
+			syncmem_unlock(r, l);	/* let go of just now */
+		else if (ret == -EOWNERDEAD)
+			keyed_drop_dead(r, l);
+	}
+	/* Not while the word is not 0; not at all when @e is not in its chain. */
+	freed = !syncmem__keytab_unlink_if(v, e, &l->word);
+	syncmem__keytab_chain_unlock(r, v, hash);
+	if (freed)
+		syncmem__keytab_free(v, e);
+	return freed;
+}
+
+/*
  * Table lock held, no entry free: free the entries nobody holds or waits
  * for. Only when there are none, as the last resort before -ENOSPC, also
- * those whose holder died while nobody waited (taken over and dropped: the
- * try never blocks; the death goes unreported, as the key is gone). The
- * number freed.
+ * those whose holder died while nobody waited (the death goes unreported,
+ * as the key is gone). The number freed.
  */
 static uint32_t keyed_sweep_locked(struct syncmem_region *r, const struct keytab_view *v)
 {
@@ -121,72 +177,84 @@ static uint32_t keyed_sweep_locked(struct syncmem_region *r, const struct keytab
 		for (uint32_t i = 0; i < v->nentries; i++) {
 			struct keytab_entry *e =
 				(struct keytab_entry *)(v->entries + (size_t)i * KEYTAB_ENTRY_SIZE);
-			struct syncmem_lock *l = entry_lock(e);
 
-			if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED))
-				continue;
-			/* The waiters bit may be stale (kept by a holder that had waited). */
-			if (pass && (__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID)) {
-				int ret = syncmem_trylock(r, l);
-
-				if (!ret)
-					syncmem_unlock(r, l);	/* let go of just now */
-				else if (ret == -EOWNERDEAD)
-					keyed_drop_dead(r, l);
-			}
-			freed += keyed_free_if_unused_locked(v, e);
+			if (__atomic_load_n(&e->key_len, __ATOMIC_RELAXED))
+				freed += keyed_reclaim(r, v, e, pass);
 		}
 	}
 	return freed;
 }
 
-/*
- * An entry's head count, unused by keyed locks, marks an entry not yet
- * held for its key: its word may still carry a late locker of the entry's
- * previous key (or of none) that died, and that death is not the key's.
- */
-#define KEYED_FRESH	1
-
-/*
- * Table lock held: @e's lock was taken for its key with @ret (0 or
- * -EOWNERDEAD). The key has been held from now on; a death found on a
- * fresh entry was nobody's holding of this key: made consistent, it is 0.
- */
-static int keyed_got(struct syncmem_region *r, struct keytab_entry *e, int ret)
+/* A free entry for a new key, in *@out: 0 or -errno (-ENOSPC: the table is full). */
+static int keyed_take(struct syncmem_region *r, const struct keytab_view *v,
+		      int64_t timeout_ns, struct keytab_entry **out)
 {
-	bool fresh = __atomic_exchange_n(&e->refs, 0, __ATOMIC_RELAXED) == KEYED_FRESH;
-
-	if (ret == -EOWNERDEAD && fresh && !syncmem_lock_consistent(r, entry_lock(e)))
-		return 0;
-	return ret;
-}
-
-/*
- * Find or create the entry of @key and, with @try, try its lock, within
- * @timeout_ns for the table (negative: no limit of the caller's). 0 with
- * the key held (*@taken the trylock's 0 or -EOWNERDEAD), 0 with *@taken
- * -EBUSY (wait for *@out's lock), or -errno.
- */
-static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v, const void *key,
-		       size_t len, int64_t timeout_ns, bool try, struct keytab_entry **out,
-		       int *taken)
-{
-	uint32_t hash = syncmem__key_hash(key, len);
-	struct keytab_entry *e;
 	int err = syncmem__keytab_lock(r, v, timeout_ns);
 
 	if (err)
 		return err;
-	err = syncmem__keytab_find(v, key, len, hash, &e);
+	err = syncmem__keytab_take(v, out);
+	if (err == -ENOSPC && keyed_sweep_locked(r, v))
+		err = syncmem__keytab_take(v, out);
+	syncmem__keytab_unlock(r, v);
+	return err;
+}
+
+/* Give back an entry taken and not linked (another locker linked the key first). */
+static void keyed_give_back(struct syncmem_region *r, const struct keytab_view *v,
+			    struct keytab_entry *e)
+{
+	if (!syncmem__keytab_lock(r, v, SYNCMEM_FOREVER)) {
+		syncmem__keytab_free(v, e);
+		syncmem__keytab_unlock(r, v);
+	}
+}
+
+/* Chain lock held: @e (taken) becomes @k's entry. */
+static void keyed_link(const struct keytab_view *v, struct keytab_entry *e,
+		       const struct keytab_key *k)
+{
+	/* Fair mode; the word is left as it is (see the top). Set before it is seen. */
+	__atomic_store_n(&entry_lock(e)->flags, SYNCMEM_LOCK_FAIR, __ATOMIC_RELAXED);
+	__atomic_store_n(&entry_lock(e)->starving, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->refs, KEYED_FRESH, __ATOMIC_RELAXED);
+	syncmem__keytab_link(v, e, k);
+}
+
+/*
+ * Find or create the entry of @k and, with @try, try its lock, within
+ * @timeout_ns for the table (negative: no limit of the caller's). 0 with
+ * the key held (*@taken the trylock's 0 or -EOWNERDEAD), 0 with *@taken
+ * -EBUSY (wait for *@out's lock), or -errno.
+ */
+static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v,
+		       const struct keytab_key *k, int64_t timeout_ns, bool try,
+		       struct keytab_entry **out, int *taken)
+{
+	struct keytab_entry *e, *spare = NULL;
+	int err = syncmem__keytab_chain_lock(r, v, k->hash, timeout_ns);
+
+	if (err)
+		return err;
+	syncmem__keytab_settle(v, k->hash);
+	err = syncmem__keytab_find(v, k, &e);
 	if (!err && !e) {
-		err = syncmem__keytab_insert(v, key, len, hash, &e);
-		if (err == -ENOSPC && keyed_sweep_locked(r, v))
-			err = syncmem__keytab_insert(v, key, len, hash, &e);
-		if (!err) {
-			/* Fair mode; the word is left as it is (see the top). */
-			__atomic_store_n(&entry_lock(e)->flags, SYNCMEM_LOCK_FAIR, __ATOMIC_RELAXED);
-			__atomic_store_n(&entry_lock(e)->starving, 0, __ATOMIC_RELAXED);
-			__atomic_store_n(&e->refs, KEYED_FRESH, __ATOMIC_RELAXED);
+		/* A free entry from the table lock, never taken under a chain lock. */
+		syncmem__keytab_chain_unlock(r, v, k->hash);
+		err = keyed_take(r, v, timeout_ns, &spare);
+		if (err)
+			return err;
+		err = syncmem__keytab_chain_lock(r, v, k->hash, timeout_ns);
+		if (err) {
+			keyed_give_back(r, v, spare);
+			return err;
+		}
+		syncmem__keytab_settle(v, k->hash);
+		err = syncmem__keytab_find(v, k, &e);
+		if (!err && !e) {
+			keyed_link(v, spare, k);
+			e = spare;
+			spare = NULL;
 		}
 	}
 	*taken = -EBUSY;
@@ -198,9 +266,153 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v, co
 		else if (*taken != -EBUSY)
 			err = *taken;
 	}
-	syncmem__keytab_unlock(r, v);
+	syncmem__keytab_chain_unlock(r, v, k->hash);
+	if (spare)
+		keyed_give_back(r, v, spare);
 	*out = e;
 	return err;
+}
+
+/*
+ * The fast path: find @k's entry with no lock and CAS its word 0 -> our
+ * id. 0 with the key held, or -EAGAIN: go the way of keyed_enter().
+ */
+static inline int keyed_try_unlocked(struct syncmem_region *r, const struct keytab_view *v,
+				     const struct keytab_key *k, struct keytab_entry **out,
+				     uint64_t *snapshot)
+{
+	uint64_t snap, seen = 0, id = syncmem__cached_owner;
+	struct keytab_entry *e;
+
+	if (!id || syncmem__keytab_find_unlocked(v, k, &e, &snap) || !e)
+		return -EAGAIN;
+	/* Sequentially consistent: pairs with syncmem__keytab_unlink_if(). */
+	if (!__atomic_compare_exchange_n(&entry_lock(e)->word, &seen, id, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return -EAGAIN;
+	if (__builtin_expect(!syncmem__keytab_unchanged(v, k->hash, snap), 0)) {
+		/* Maybe not the key's entry by the time we took it: let go. */
+		syncmem_unlock(r, entry_lock(e));
+		return -EAGAIN;
+	}
+	*out = e;
+	*snapshot = snap;
+	return keyed_got(r, e, 0);
+}
+
+/*
+ * Each thread remembers where it last found a few short keys: the table,
+ * the region's mapping, the entry and its bucket's word at the time. While
+ * that word is unchanged the chain is, so the entry is still the key's, and
+ * a lock (or unlock) of a remembered key skips the table's validation, the
+ * hash and the walk. The remembered view was checked to lie inside a
+ * mapping of this base and size, so a hint stays inside the region even if
+ * the table was replaced since; the magic and the state are checked anyway.
+ * Nothing here is shared: a stale hint only costs the full path.
+ */
+#define KEYED_HINTS		4
+#define KEYED_HINT_KEY		16	/* longest key remembered */
+
+struct keyed_hint {
+	const struct syncmem_region *r;	/* compared, never dereferenced */
+	const struct syncmem_keyed *k;
+	const void *base;
+	size_t size;
+	struct keytab_entry *e;
+	uint64_t *bucket;
+	uint64_t snap;
+	uint64_t len;
+	uint64_t key[KEYED_HINT_KEY / 8];
+};
+
+static __thread struct keyed_hint keyed_hints[KEYED_HINTS]
+	__attribute__((tls_model("initial-exec")));
+
+/*
+ * The bytes of a key of 1 to 16 bytes as two zero-padded little-endian
+ * words, read with a few loads that stay inside the key (overlapping
+ * ones, shifted), not a call to memcpy().
+ */
+static inline void short_key_words(const uint8_t *p, size_t len, uint64_t *w)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t a, b;
+	uint32_t c, d;
+
+	if (len >= 8) {
+		memcpy(&a, p, 8);
+		memcpy(&b, p + len - 8, 8);
+		w[0] = a;
+		w[1] = len > 8 ? b >> (8 * (16 - len)) : 0;
+	} else if (len >= 4) {
+		memcpy(&c, p, 4);
+		memcpy(&d, p + len - 4, 4);
+		w[0] = c | ((uint64_t)d >> (8 * (8 - len))) << 32;
+		w[1] = 0;
+	} else {
+		w[0] = p[0] | (uint64_t)p[len / 2] << (8 * (len / 2)) |
+		       (uint64_t)p[len - 1] << (8 * (len - 1));
+		w[1] = 0;
+	}
+#else
+	w[0] = 0;
+	w[1] = 0;
+	memcpy(w, p, len);
+#endif
+}
+
+/* The short key's words in @w and its hint slot, or NULL for a longer key. */
+static inline struct keyed_hint *hint_slot(const void *key, size_t len, uint64_t *w)
+{
+	if (len - 1 >= KEYED_HINT_KEY || !key)
+		return NULL;
+	short_key_words(key, len, w);
+	return &keyed_hints[(w[0] ^ (w[0] >> 29) ^ w[1]) & (KEYED_HINTS - 1)];
+}
+
+/* The entry @h remembers, if it is for @r, @k and the key in @w. */
+static inline struct keytab_entry *hint_entry(const struct keyed_hint *h,
+					      const struct syncmem_region *r,
+					      const struct syncmem_keyed *k, size_t len,
+					      const uint64_t *w)
+{
+	if (h->r != r || h->k != k || h->len != len || h->key[0] != w[0] || h->key[1] != w[1] ||
+	    r->base != h->base || r->size != h->size || r->rdonly ||
+	    __atomic_load_n(&k->t.magic, __ATOMIC_RELAXED) != SYNCMEM_KEYED_MAGIC ||
+	    __atomic_load_n(&k->t.state, __ATOMIC_RELAXED) != SYNCMEM__READY ||
+	    __atomic_load_n(h->bucket, __ATOMIC_ACQUIRE) != h->snap)
+		return NULL;
+	return h->e;
+}
+
+static void hint_store(struct keyed_hint *h, const struct syncmem_region *r,
+		       const struct syncmem_keyed *k, const struct keytab_view *v,
+		       struct keytab_entry *e, uint64_t snap, size_t len, const uint64_t *w)
+{
+	*h = (struct keyed_hint){ .r = r, .k = k, .base = r->base, .size = r->size, .e = e,
+				  .bucket = &v->buckets[__atomic_load_n(&e->hash, __ATOMIC_RELAXED) &
+							v->mask],
+				  .snap = snap, .len = len, .key = { w[0], w[1] } };
+}
+
+/*
+ * A remembered key's lock: CAS its entry's word 0 -> our id, then check
+ * that the chain is still as remembered. 0, or -EAGAIN (the full path).
+ */
+static inline int hinted_lock(struct syncmem_region *r, const struct keyed_hint *h,
+			      struct keytab_entry *e)
+{
+	uint64_t seen = 0, id = syncmem__cached_owner;
+
+	/* Sequentially consistent: as keyed_try_unlocked(). */
+	if (!id || !__atomic_compare_exchange_n(&entry_lock(e)->word, &seen, id, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return -EAGAIN;
+	if (__builtin_expect(__atomic_load_n(h->bucket, __ATOMIC_SEQ_CST) != h->snap, 0)) {
+		syncmem_unlock(r, entry_lock(e));
+		return -EAGAIN;
+	}
+	return keyed_got(r, e, 0);
 }
 
 /* Let go of @l, taken with @ret (0 or -EOWNERDEAD) for nothing: a death stays reported. */
@@ -217,52 +429,55 @@ static void keyed_let_go(struct syncmem_region *r, struct syncmem_lock *l, int r
 
 /*
  * The lock of @e was taken by @me (@ret 0 or -EOWNERDEAD) after waiting
- * outside the table lock: is @e still @key's entry? If so, the key's
- * result (0, or -EOWNERDEAD with the lock made consistent: a key has no
+ * outside the chain lock: is @e still @k's entry? If so, the key's result
+ * (0, or -EOWNERDEAD with the lock made consistent: a key has no
  * consistent call of its own and goes on as an ordinary key). Else it is
  * let go of: KEYED_AGAIN (look the key up again), or -errno.
  */
 static int keyed_after_wait(struct syncmem_region *r, const struct keytab_view *v,
-			    struct keytab_entry *e, const void *key, size_t len, uint64_t me,
+			    struct keytab_entry *e, const struct keytab_key *k, uint64_t me,
 			    int ret)
 {
 	struct syncmem_lock *l = entry_lock(e);
-	int err = syncmem__keytab_lock(r, v, SYNCMEM_FOREVER);
-	uint32_t key_len;
+	struct keytab_entry *found;
+	int err = syncmem__keytab_chain_lock(r, v, k->hash, SYNCMEM_FOREVER);
 
 	if (err) {
 		keyed_let_go(r, l, ret);
 		return err;
 	}
-	key_len = __atomic_load_n(&e->key_len, __ATOMIC_RELAXED);
-	if ((__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID) != me) {
+	syncmem__keytab_settle(v, k->hash);
+	err = syncmem__keytab_find(v, k, &found);
+	if (err) {
+		keyed_let_go(r, l, ret);
+		ret = err;
+	} else if ((__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID) != me) {
 		ret = KEYED_AGAIN;	/* not ours after all: a peer wrote the word */
-	} else if (key_len == len && !memcmp(e->key, key, len)) {
+	} else if (found == e) {
 		ret = keyed_got(r, e, ret);
 		err = ret == -EOWNERDEAD ? syncmem_lock_consistent(r, l) : 0;
 		if (err) {
 			keyed_let_go(r, l, ret);
 			ret = err;
 		}
-	} else if (ret == -EOWNERDEAD && key_len) {
+	} else if (ret == -EOWNERDEAD && __atomic_load_n(&e->key_len, __ATOMIC_RELAXED)) {
 		/* Another key's holder died: its next locker is told, not us. */
 		syncmem__lock_abandon(r, l);
 		ret = KEYED_AGAIN;
 	} else {
-		/* A free entry's, or another key's: hand it on, free it if unused. */
+		/* A free entry's, or another key's: hand it on. */
 		if (ret == -EOWNERDEAD)
 			syncmem_lock_consistent(r, l);
-		if (!syncmem_unlock(r, l))
-			keyed_free_if_unused_locked(v, e);
+		syncmem_unlock(r, l);
 		ret = KEYED_AGAIN;
 	}
-	syncmem__keytab_unlock(r, v);
+	syncmem__keytab_chain_unlock(r, v, k->hash);
 	return ret;
 }
 
 /*
  * The key's last holder died (@ret -EOWNERDEAD), found by a try under the
- * table lock: we hold it, and tell the caller so, the lock made consistent.
+ * chain lock: we hold it, and tell the caller so, the lock made consistent.
  */
 static int taken_over(struct syncmem_region *r, struct keytab_entry *e, int ret)
 {
@@ -290,22 +505,20 @@ static int keyed_result(int ret)
 	return ret == -ENOTRECOVERABLE ? -EUCLEAN : ret;
 }
 
-static int keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
-		      size_t len, int64_t timeout_ns)
+static __attribute__((noinline)) int keyed_lock_slow(struct syncmem_region *r,
+						     const struct keytab_view *v,
+						     const struct keytab_key *k,
+						     int64_t timeout_ns)
 {
 	uint64_t deadline = syncmem__deadline(timeout_ns);
-	struct keytab_view v;
 	struct keytab_entry *e;
-	int ret = keyed_check(r, k, key, len, &v), taken;
+	int ret, taken;
 
-	if (ret)
-		return ret;
 	for (uint32_t tries = 0; tries < KEYED_RETRY_MAX; tries++) {
 		int64_t left = syncmem__remaining(deadline);
 
 		/* The timeout covers the table and the key together. */
-		ret = keyed_enter(r, &v, key, len, left ? left : KEYED_TRY_TABLE_NS, true, &e,
-				  &taken);
+		ret = keyed_enter(r, v, k, left ? left : KEYED_TRY_TABLE_NS, true, &e, &taken);
 		if (ret)
 			return ret;
 		if (taken != -EBUSY)
@@ -316,17 +529,45 @@ static int keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const v
 		if (ret && ret != -EOWNERDEAD)
 			return ret;
 		/* Taken as this thread: its id is known by now. */
-		ret = keyed_after_wait(r, &v, e, key, len, syncmem__cached_owner, ret);
+		ret = keyed_after_wait(r, v, e, k, syncmem__cached_owner, ret);
 		if (ret != KEYED_AGAIN)
 			return ret;
 	}
 	return -EUCLEAN;
 }
 
+/* A lock that no hint served: validate, look up, remember. */
+static __attribute__((noinline)) int keyed_lock_full(struct syncmem_region *r,
+						     struct syncmem_keyed *k, const void *key,
+						     size_t len, int64_t timeout_ns,
+						     struct keyed_hint *h, const uint64_t *w)
+{
+	struct keytab_entry *e;
+	struct keytab_view v;
+	struct keytab_key kk;
+	uint64_t snap;
+	int ret = keyed_check(r, k, key, len, &v, &kk);
+
+	if (ret)
+		return ret;
+	if (__builtin_expect(!keyed_try_unlocked(r, &v, &kk, &e, &snap), 1)) {
+		if (h)
+			hint_store(h, r, k, &v, e, snap, len, w);
+		return 0;
+	}
+	return keyed_result(keyed_lock_slow(r, &v, &kk, timeout_ns));
+}
+
 int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 		       size_t len, int64_t timeout_ns)
 {
-	return keyed_result(keyed_lock(r, k, key, len, timeout_ns));
+	uint64_t w[KEYED_HINT_KEY / 8] = { 0 };
+	struct keyed_hint *h = hint_slot(key, len, w);
+	struct keytab_entry *e;
+
+	if (h && r && (e = hint_entry(h, r, k, len, w)) && !hinted_lock(r, h, e))
+		return 0;
+	return keyed_lock_full(r, k, key, len, timeout_ns, h, w);
 }
 
 int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
@@ -337,46 +578,76 @@ int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, con
 	return ret == -ETIMEDOUT ? -EBUSY : ret;
 }
 
-/* Release the held entry @e; the last use frees it. Table lock held. */
-static int keyed_release_locked(struct syncmem_region *r, const struct keytab_view *v,
-				struct keytab_entry *e)
+/* Release the held entry @e of @k. */
+static int keyed_release(struct syncmem_region *r, const struct keytab_view *v,
+			 const struct keytab_key *k)
 {
-	int ret = syncmem_unlock(r, entry_lock(e));
+	struct keytab_entry *e;
+	uint64_t snap;
+	int ret;
 
+	/* No lock: while we hold @e it stays in its chain; check the walk itself. */
+	if (!syncmem__keytab_find_unlocked(v, k, &e, &snap) &&
+	    syncmem__keytab_unchanged(v, k->hash, snap))
+		return e ? syncmem_unlock(r, entry_lock(e)) : -EPERM;
+	ret = syncmem__keytab_chain_lock(r, v, k->hash, SYNCMEM_FOREVER);
+	if (ret)
+		return ret;
+	syncmem__keytab_settle(v, k->hash);
+	ret = syncmem__keytab_find(v, k, &e);
 	if (!ret)
-		keyed_free_if_unused_locked(v, e);
+		ret = e ? syncmem_unlock(r, entry_lock(e)) : -EPERM;
+	syncmem__keytab_chain_unlock(r, v, k->hash);
 	return ret;
 }
 
-static int keyed_release(struct syncmem_region *r, const struct keytab_view *v,
-			 struct keytab_entry *e)
+/* An unlock that no hint served. */
+static __attribute__((noinline)) int keyed_unlock_full(struct syncmem_region *r,
+						       struct syncmem_keyed *k, const void *key,
+						       size_t len)
 {
-	int ret = syncmem__keytab_lock(r, v, SYNCMEM_FOREVER);
+	struct keytab_view v;
+	struct keytab_key kk;
+	int ret = keyed_check(r, k, key, len, &v, &kk);
 
-	if (ret)
-		return ret;
-	ret = keyed_release_locked(r, v, e);
-	syncmem__keytab_unlock(r, v);
-	return ret;
+	return ret ? ret : keyed_result(keyed_release(r, &v, &kk));
 }
 
 int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 			 size_t len)
 {
-	struct keytab_view v;
+	uint64_t w[KEYED_HINT_KEY / 8] = { 0 };
+	struct keyed_hint *h = hint_slot(key, len, w);
 	struct keytab_entry *e;
-	int ret = keyed_check(r, k, key, len, &v);
 
-	if (ret)
-		return ret;
-	ret = syncmem__keytab_lock(r, &v, SYNCMEM_FOREVER);
-	if (ret)
-		return ret;
-	ret = syncmem__keytab_find(&v, key, len, syncmem__key_hash(key, len), &e);
-	if (!ret)
-		ret = e ? keyed_release_locked(r, &v, e) : -EPERM;
-	syncmem__keytab_unlock(r, &v);
-	return ret;
+	/* A remembered key: its chain unchanged, the entry is the key's. */
+	if (h && r && (e = hint_entry(h, r, k, len, w))) {
+		uint64_t seen = syncmem__cached_owner;
+
+		/* Release, as syncmem_unlock()'s, which does everything else. */
+		if (seen && __atomic_compare_exchange_n(&entry_lock(e)->word, &seen, 0, false,
+							__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return 0;
+		return keyed_result(syncmem_unlock(r, entry_lock(e)));
+	}
+	return keyed_unlock_full(r, k, key, len);
+}
+
+int syncmem_keyed_held(struct syncmem_region *r, struct syncmem_keyed *k)
+{
+	struct keytab_view v;
+	int n = 0, err = syncmem__keytab_view(r, k ? &k->t : NULL, SYNCMEM_KEYED_MAGIC, &v);
+
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < v.nentries; i++) {
+		struct keytab_entry *e =
+			(struct keytab_entry *)(v.entries + (size_t)i * KEYTAB_ENTRY_SIZE);
+
+		n += __atomic_load_n(&e->key_len, __ATOMIC_RELAXED) &&
+		     __atomic_load_n(&entry_lock(e)->word, __ATOMIC_RELAXED);
+	}
+	return n;
 }
 
 /* An asynchronous keyed lock (or execute) in progress. */
@@ -389,8 +660,7 @@ struct keyed_op {
 	void (*fn)(void *arg);
 	void *arg;
 	uint32_t tries;
-	size_t len;
-	uint8_t key[SYNCMEM_KEY_MAX];
+	struct keytab_key k;
 };
 
 static int keyed_op_start(struct keyed_op *op);
@@ -412,7 +682,7 @@ static void keyed_op_done(struct keyed_op *op, int result)
 		return;
 	}
 	o.fn(o.arg);
-	keyed_release(o.r, &o.v, o.e);
+	keyed_release(o.r, &o.v, &o.k);
 }
 
 /* From the loop: the entry's lock, after waiting for it. */
@@ -426,8 +696,8 @@ static void keyed_op_locked(void *arg, int result)
 		return;
 	}
 	/* Taken as this process: its id is known by now. */
-	result = keyed_after_wait(op->r, &op->v, op->e, op->key, op->len,
-				  syncmem__process_owner_cached(), result);
+	result = keyed_after_wait(op->r, &op->v, op->e, &op->k, syncmem__process_owner_cached(),
+				  result);
 	if (result != KEYED_AGAIN) {
 		keyed_op_done(op, result);
 		return;
@@ -445,8 +715,8 @@ static void keyed_op_locked(void *arg, int result)
  */
 static int keyed_op_start(struct keyed_op *op)
 {
-	int taken, ret = keyed_enter(op->r, &op->v, op->key, op->len, SYNCMEM_FOREVER, false,
-				     &op->e, &taken);
+	int taken, ret = keyed_enter(op->r, &op->v, &op->k, SYNCMEM_FOREVER, false, &op->e,
+				     &taken);
 
 	return ret ? ret : syncmem_lock_async(op->loop, op->r, entry_lock(op->e),
 					      keyed_op_locked, op);
@@ -458,7 +728,8 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 {
 	struct keyed_op *op;
 	struct keytab_view v;
-	int ret = keyed_check(r, k, key, len, &v);
+	struct keytab_key kk;
+	int ret = keyed_check(r, k, key, len, &v, &kk);
 
 	if (ret)
 		return ret;
@@ -468,8 +739,7 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	if (!op)
 		return -ENOMEM;
 	*op = (struct keyed_op){ .loop = loop, .r = r, .v = v, .cb = cb, .fn = fn, .arg = arg,
-				 .len = len };
-	memcpy(op->key, key, len);
+				 .k = kk };
 	ret = keyed_result(keyed_op_start(op));
 	if (ret)
 		free(op);

@@ -3,12 +3,11 @@
  * Keys, and the table of entries by key shared by keyed locks and
  * single-flight (see keytab.h).
  *
- * The table is changed only under its own mutex (a struct syncmem_lock in
- * the header), held for a lookup and a few stores, never across a wait:
- * entries are looked up, created and reclaimed under it, and each entry's
- * own synchronization (its fair lock, its flight word) is used after it is
- * dropped. Chains use entry indexes, never pointers, so every process may
- * map the table at its own address.
+ * The locks of a table (keytab.h) are held for a lookup and a few stores,
+ * never across a wait: each entry's own synchronization (its fair lock,
+ * its flight word) is used after they are dropped. Chains use entry
+ * indexes, never pointers, so every process may map the table at its own
+ * address.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +21,11 @@ _Static_assert(sizeof(struct keytab_entry) == 128, "keytab entry head");
 
 #define KEYTAB_ALIGN	64u
 #define KEYTAB_MAX	(1u << 24)	/* entries */
+#define KEYTAB_STRIPES_MAX	16u	/* chain locks */
+
+/* A bucket word: index + 1 of its chain's head (low half), the chain's sequence (high). */
+#define BUCKET_HEAD(b)	((uint32_t)(b))
+#define BUCKET_SEQ(b)	((uint32_t)((b) >> 32))
 
 int syncmem_key_build(void *buf, size_t cap, const struct syncmem_key_part *parts,
 		      unsigned int nparts)
@@ -57,37 +61,57 @@ int syncmem__key_check(const void *key, size_t len)
 	return len > SYNCMEM_KEY_MAX ? -E2BIG : 0;
 }
 
-/* FNV-1a, 32 bits. */
+/*
+ * A word at a time over the zero-padded key, its length mixed in first
+ * (keys that differ only in trailing zero bytes differ in length): a
+ * multiply and a fold per word.
+ */
+static uint32_t key_words_hash(const uint64_t *w, size_t len)
+{
+	uint64_t h = (uint64_t)len * 0x9e3779b97f4a7c15ull;
+
+	for (size_t i = 0; i * 8 < len; i++) {
+		h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return (uint32_t)h;
+}
+
 uint32_t syncmem__key_hash(const void *key, size_t len)
 {
-	const uint8_t *p = key;
-	uint32_t h = 2166136261u;
+	struct keytab_key k;
 
-	while (len--) {
-		h ^= *p++;
-		h *= 16777619u;
-	}
-	return h;
+	syncmem__keytab_key(&k, key, len);
+	return k.hash;
 }
 
-static uint32_t buckets_for(uint32_t nentries)
+/* The power of two at or above @nentries (at least 1, at most 2^24). */
+static inline uint32_t buckets_for(uint32_t nentries)
 {
-	uint32_t n = 1;
-
-	while (n < nentries)
-		n <<= 1;
-	return n;
+	return nentries <= 1 ? 1 : 1u << (32 - __builtin_clz(nentries - 1));
 }
 
-static int keytab_geometry(uint32_t nentries, uint32_t *nbuckets, uint64_t *buckets_off,
+static inline uint32_t stripes_for(uint32_t nbuckets)
+{
+	return nbuckets < KEYTAB_STRIPES_MAX ? nbuckets : KEYTAB_STRIPES_MAX;
+}
+
+/*
+ * The layout: the 128-byte header, the bucket words (8 bytes each), the
+ * stripe locks (64 bytes each), the entries.
+ */
+static inline int keytab_geometry(uint32_t nentries, uint32_t *nbuckets, uint64_t *buckets_off,
 			   uint64_t *entries_off, uint64_t *footprint)
 {
+	uint64_t stripes_off;
+
 	if (!nentries || nentries > KEYTAB_MAX)
 		return -EINVAL;
 	*nbuckets = buckets_for(nentries);
 	*buckets_off = sizeof(struct syncmem_keytab);
-	*entries_off = (*buckets_off + (uint64_t)*nbuckets * 4 + KEYTAB_ALIGN - 1) &
-		       ~(uint64_t)(KEYTAB_ALIGN - 1);
+	stripes_off = (*buckets_off + (uint64_t)*nbuckets * sizeof(uint64_t) + KEYTAB_ALIGN - 1) &
+		      ~(uint64_t)(KEYTAB_ALIGN - 1);
+	*entries_off = stripes_off + (uint64_t)stripes_for(*nbuckets) * sizeof(struct syncmem_lock);
 	*footprint = *entries_off + (uint64_t)nentries * KEYTAB_ENTRY_SIZE;
 	return 0;
 }
@@ -120,11 +144,15 @@ static uint32_t keytab_index(const struct keytab_view *v, const struct keytab_en
 static void view_fill(struct keytab_view *v, struct syncmem_keytab *t, uint32_t nentries,
 		      uint32_t nbuckets, uint64_t buckets_off, uint64_t entries_off)
 {
+	uint32_t nstripes = stripes_for(nbuckets);
+
 	v->t = t;
 	v->nentries = nentries;
 	v->mask = nbuckets - 1;
-	v->buckets = (uint32_t *)((char *)t + buckets_off);
+	v->stripe_mask = nstripes - 1;
+	v->buckets = (uint64_t *)((char *)t + buckets_off);
 	v->entries = (char *)t + entries_off;
+	v->stripes = (struct syncmem_lock *)(v->entries - (size_t)nstripes * sizeof(*v->stripes));
 }
 
 int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magic,
@@ -160,7 +188,9 @@ int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magi
 	t->aux = aux;
 	syncmem_lock_init(&t->lock, 0);
 	view_fill(&v, t, nentries, nb, boff, eoff);
-	memset(v.buckets, 0, (size_t)nb * 4);
+	memset(v.buckets, 0, (size_t)nb * sizeof(*v.buckets));
+	for (uint32_t i = 0; i <= v.stripe_mask; i++)
+		syncmem_lock_init(&v.stripes[i], 0);
 	for (uint32_t i = 0; i < nentries; i++) {
 		struct keytab_entry *e = keytab_entry(&v, i);
 
@@ -178,7 +208,7 @@ int syncmem__keytab_init(void *mem, size_t len, uint32_t nentries, uint32_t magi
  * The geometry of the ready table @t, from one read of its entry count,
  * checked against every stored field: 0, or -EPROTO.
  */
-static int keytab_check(struct syncmem_keytab *t, uint32_t *nentries, uint32_t *nb,
+static inline __attribute__((always_inline)) int keytab_check(struct syncmem_keytab *t, uint32_t *nentries, uint32_t *nb,
 			uint64_t *boff, uint64_t *eoff, uint64_t *footprint)
 {
 	*nentries = shared_u32(&t->nentries);
@@ -244,12 +274,11 @@ int syncmem__keytab_view(struct syncmem_region *r, struct syncmem_keytab *t, uin
  */
 #define KEYTAB_LOCK_MAX_NS	(10 * 1000000000LL)
 
-int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
-			 int64_t timeout_ns)
+static int table_lock(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns)
 {
 	int64_t wait = timeout_ns < 0 || timeout_ns > KEYTAB_LOCK_MAX_NS ?
 		       KEYTAB_LOCK_MAX_NS : timeout_ns;
-	int ret = syncmem_lock_timed(r, &v->t->lock, wait);
+	int ret = syncmem_lock_timed(r, l, wait);
 
 	/*
 	 * Its holder died: the table is only ever changed by a few stores,
@@ -257,13 +286,39 @@ int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
 	 * half-done is at worst reported as -EUCLEAN. Use it as it is.
 	 */
 	if (ret == -EOWNERDEAD)
-		ret = syncmem_lock_consistent(r, &v->t->lock);
+		ret = syncmem_lock_consistent(r, l);
+	/* Made consistent when taken over, so never left not recoverable but by a peer. */
+	if (ret == -ENOTRECOVERABLE)
+		return -EUCLEAN;
 	return ret == -ETIMEDOUT && wait == KEYTAB_LOCK_MAX_NS ? -EUCLEAN : ret;
+}
+
+int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
+			 int64_t timeout_ns)
+{
+	return table_lock(r, &v->t->lock, timeout_ns);
 }
 
 void syncmem__keytab_unlock(struct syncmem_region *r, const struct keytab_view *v)
 {
 	syncmem_unlock(r, &v->t->lock);
+}
+
+static struct syncmem_lock *stripe_of(const struct keytab_view *v, uint32_t hash)
+{
+	return &v->stripes[hash & v->mask & v->stripe_mask];
+}
+
+int syncmem__keytab_chain_lock(struct syncmem_region *r, const struct keytab_view *v,
+			       uint32_t hash, int64_t timeout_ns)
+{
+	return table_lock(r, stripe_of(v, hash), timeout_ns);
+}
+
+void syncmem__keytab_chain_unlock(struct syncmem_region *r, const struct keytab_view *v,
+				  uint32_t hash)
+{
+	syncmem_unlock(r, stripe_of(v, hash));
 }
 
 /* The entry of index + 1 @i read from the table, or NULL when out of bounds. */
@@ -272,36 +327,146 @@ static struct keytab_entry *entry_at(const struct keytab_view *v, uint32_t i)
 	return i && i <= v->nentries ? keytab_entry(v, i - 1) : NULL;
 }
 
-int syncmem__keytab_find(const struct keytab_view *v, const void *key, size_t len,
-			 uint32_t hash, struct keytab_entry **out)
+void syncmem__keytab_key(struct keytab_key *k, const void *key, size_t len)
 {
-	uint32_t i = shared_u32(&v->buckets[hash & v->mask]);
+	/* Only the words the key covers are read: zero the last one's tail. */
+	k->w[(len - 1) / 8] = 0;
+	memcpy(k->w, key, len);
+	k->len = (uint32_t)len;
+	k->hash = key_words_hash(k->w, len);
+}
 
+/*
+ * Keys and links are read and written a word at a time with atomic
+ * accesses: a lookup that takes no lock may read an entry being reused for
+ * another key, and then finds out that its chain changed. The reads are
+ * acquires and the writes releases (plain moves on x86): a lookup that
+ * reads any store of a change then reads the sequence that change began
+ * with, or a later one (syncmem__keytab_unchanged()). Bytes past a key's
+ * length are 0.
+ */
+static inline uint32_t walk_u32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static bool key_is(const struct keytab_entry *e, const struct keytab_key *k)
+{
+	const uint64_t *w = (const uint64_t *)e->key;
+
+	if (walk_u32(&e->hash) != k->hash || walk_u32(&e->key_len) != k->len)
+		return false;
+	for (uint32_t i = 0; i * 8 < k->len; i++)
+		if (__atomic_load_n(&w[i], __ATOMIC_ACQUIRE) != k->w[i])
+			return false;
+	return true;
+}
+
+static void key_store(struct keytab_entry *e, const struct keytab_key *k)
+{
+	uint64_t *w = (uint64_t *)e->key;
+
+	for (uint32_t i = 0; i < SYNCMEM_KEY_MAX / 8; i++)
+		__atomic_store_n(&w[i], k->w[i], __ATOMIC_RELEASE);
+	__atomic_store_n(&e->hash, k->hash, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->key_len, k->len, __ATOMIC_RELEASE);
+}
+
+/* Walk the chain starting at index + 1 @i for @k: 0 (*@out NULL if absent) or -EUCLEAN. */
+static int chain_find(const struct keytab_view *v, uint32_t i, const struct keytab_key *k,
+		      struct keytab_entry **out)
+{
 	*out = NULL;
 	/* A chain longer than the table has a cycle. */
 	for (uint32_t steps = 0; i; steps++) {
 		struct keytab_entry *e = entry_at(v, i);
-		uint32_t key_len;
 
 		if (!e || steps == v->nentries)
 			return -EUCLEAN;
-		key_len = shared_u32(&e->key_len);
-		if (key_len > SYNCMEM_KEY_MAX)
+		if (walk_u32(&e->key_len) > SYNCMEM_KEY_MAX)
 			return -EUCLEAN;
-		/* @len is at most SYNCMEM_KEY_MAX: the compare stays in the key. */
-		if (shared_u32(&e->hash) == hash && key_len == len && !memcmp(e->key, key, len)) {
+		if (key_is(e, k)) {
 			*out = e;
 			return 0;
 		}
-		i = shared_u32(&e->next);
+		i = walk_u32(&e->next);
 	}
 	return 0;
 }
 
-int syncmem__keytab_insert(const struct keytab_view *v, const void *key, size_t len,
-			   uint32_t hash, struct keytab_entry **out)
+static uint64_t *bucket_of(const struct keytab_view *v, uint32_t hash)
 {
-	uint32_t *bucket = &v->buckets[hash & v->mask];
+	return &v->buckets[hash & v->mask];
+}
+
+int syncmem__keytab_find(const struct keytab_view *v, const struct keytab_key *k,
+			 struct keytab_entry **out)
+{
+	return chain_find(v, BUCKET_HEAD(__atomic_load_n(bucket_of(v, k->hash), __ATOMIC_RELAXED)),
+			  k, out);
+}
+
+int syncmem__keytab_find_unlocked(const struct keytab_view *v, const struct keytab_key *k,
+				  struct keytab_entry **out, uint64_t *snap)
+{
+	/* Acquire: pairs with the release that ended the chain's last change. */
+	uint64_t b = __atomic_load_n(bucket_of(v, k->hash), __ATOMIC_ACQUIRE);
+
+	*out = NULL;
+	*snap = b;
+	if (BUCKET_SEQ(b) & 1)
+		return -EAGAIN;		/* being changed (or its changer died) */
+	return chain_find(v, BUCKET_HEAD(b), k, out) ? -EAGAIN : 0;
+}
+
+bool syncmem__keytab_unchanged(const struct keytab_view *v, uint32_t hash, uint64_t snap)
+{
+	/*
+	 * After the walk's acquires (no load moves before them), and
+	 * sequentially consistent: see chain_begin().
+	 */
+	return __atomic_load_n(bucket_of(v, hash), __ATOMIC_SEQ_CST) == snap;
+}
+
+/*
+ * A chain is changed between chain_begin() and chain_end(), its sequence
+ * odd meanwhile: a lookup that takes no lock and overlaps the change sees
+ * the sequence odd or changed, and looks again under the lock. A sequence
+ * left odd by a changer that died is made even by the next lock holder.
+ */
+static uint32_t chain_begin(uint64_t *b)
+{
+	uint64_t old = __atomic_load_n(b, __ATOMIC_RELAXED);
+	uint32_t seq = BUCKET_SEQ(old) | 1;
+
+	/*
+	 * Sequentially consistent: the load of a lock word deciding the
+	 * change (syncmem__keytab_unlink_if()) comes after it, and a lookup's
+	 * CAS on that word and its check of the sequence are sequentially
+	 * consistent too, so either the lookup sees this sequence or the
+	 * changer sees its lock word. The change's stores are releases, so a
+	 * lookup that reads one also sees this sequence.
+	 */
+	__atomic_store_n(b, ((uint64_t)seq << 32) | BUCKET_HEAD(old), __ATOMIC_SEQ_CST);
+	return seq + 1;
+}
+
+static void chain_end(uint64_t *b, uint32_t seq, uint32_t head)
+{
+	/* Release: the change happens before a lookup that reads this sequence. */
+	__atomic_store_n(b, ((uint64_t)seq << 32) | head, __ATOMIC_RELEASE);
+}
+
+void syncmem__keytab_settle(const struct keytab_view *v, uint32_t hash)
+{
+	uint64_t *b = bucket_of(v, hash);
+
+	if (BUCKET_SEQ(__atomic_load_n(b, __ATOMIC_RELAXED)) & 1)
+		chain_end(b, chain_begin(b), BUCKET_HEAD(__atomic_load_n(b, __ATOMIC_RELAXED)));
+}
+
+int syncmem__keytab_take(const struct keytab_view *v, struct keytab_entry **out)
+{
 	uint32_t i = shared_u32(&v->t->free_head), next;
 	struct keytab_entry *e;
 
@@ -314,51 +479,88 @@ int syncmem__keytab_insert(const struct keytab_view *v, const void *key, size_t 
 	next = shared_u32(&e->next);
 	if (next > v->nentries)
 		return -EUCLEAN;
-	v->t->free_head = next;
-	/*
-	 * The head only: the payload is its user's to set up. A keyed lock's
-	 * word may still be held, or waited on, by a locker that looked the
-	 * entry up before it was freed; wiping it would strand its waiters.
-	 */
-	memset(e, 0, sizeof(*e));
-	e->hash = hash;
-	e->key_len = (uint32_t)len;
-	memcpy(e->key, key, len);
-	e->next = shared_u32(bucket);
-	*bucket = i;
-	v->t->used++;
+	__atomic_store_n(&v->t->free_head, next, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->t->used, shared_u32(&v->t->used) + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->next, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->refs, 0, __ATOMIC_RELAXED);
 	*out = e;
 	return 0;
 }
 
-int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e)
+void syncmem__keytab_link(const struct keytab_view *v, struct keytab_entry *e,
+			  const struct keytab_key *k)
 {
-	uint32_t *link = &v->buckets[shared_u32(&e->hash) & v->mask];
-	uint32_t want = keytab_index(v, e) + 1;
+	uint64_t *b = bucket_of(v, k->hash);
+	uint32_t seq = chain_begin(b);
 
+	/*
+	 * The key and the link only: the count and the payload are set up by
+	 * the caller before. A keyed lock's word may still be held, or waited
+	 * on, by a locker that looked the entry up before it was freed; wiping
+	 * it would strand its waiters.
+	 */
+	key_store(e, k);
+	__atomic_store_n(&e->next, BUCKET_HEAD(__atomic_load_n(b, __ATOMIC_RELAXED)),
+			 __ATOMIC_RELEASE);
+	chain_end(b, seq, keytab_index(v, e) + 1);
+}
+
+int syncmem__keytab_insert(const struct keytab_view *v, const struct keytab_key *k,
+			   struct keytab_entry **out)
+{
+	int err = syncmem__keytab_take(v, out);
+
+	if (!err)
+		syncmem__keytab_link(v, *out, k);
+	return err;
+}
+
+int syncmem__keytab_unlink_if(const struct keytab_view *v, struct keytab_entry *e,
+			      const uint64_t *word)
+{
+	uint64_t *b = bucket_of(v, shared_u32(&e->hash));
+	uint32_t want = keytab_index(v, e) + 1, seq = chain_begin(b);
+	uint32_t head = BUCKET_HEAD(__atomic_load_n(b, __ATOMIC_RELAXED));
+	uint32_t *link = &head;
+	int ret = -EUCLEAN;
+
+	/* Sequentially consistent, after chain_begin(): see there. */
+	if (word && __atomic_load_n(word, __ATOMIC_SEQ_CST)) {
+		ret = -EBUSY;
+		goto out;
+	}
 	for (uint32_t steps = 0; steps < v->nentries; steps++) {
 		uint32_t i = shared_u32(link);
+		struct keytab_entry *at = entry_at(v, i);
 
 		if (i == want) {
-			*link = e->next;
-			e->next = 0;
-			return 0;
+			__atomic_store_n(link, shared_u32(&e->next), __ATOMIC_RELEASE);
+			__atomic_store_n(&e->next, 0, __ATOMIC_RELEASE);
+			ret = 0;
+			break;
 		}
 		/* The end of the chain without @e, or a link out of bounds. */
-		if (!entry_at(v, i))
-			return -EUCLEAN;
-		link = &entry_at(v, i)->next;
+		if (!at)
+			break;
+		link = &at->next;
 	}
-	return -EUCLEAN;
+out:
+	chain_end(b, seq, head);
+	return ret;
+}
+
+int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e)
+{
+	return syncmem__keytab_unlink_if(v, e, NULL);
 }
 
 void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e)
 {
-	e->key_len = 0;
+	__atomic_store_n(&e->key_len, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->refs, 0, __ATOMIC_RELAXED);
-	e->next = v->t->free_head;
-	v->t->free_head = keytab_index(v, e) + 1;
-	v->t->used--;
+	__atomic_store_n(&e->next, shared_u32(&v->t->free_head), __ATOMIC_RELEASE);
+	__atomic_store_n(&v->t->free_head, keytab_index(v, e) + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->t->used, shared_u32(&v->t->used) - 1, __ATOMIC_RELAXED);
 }
 
 /*

@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A table of entries by key in shared memory (keyed locks, single-flight):
- * the struct syncmem_keytab header, a power-of-two array of bucket heads and
- * fixed-size entries, chained by index. Entries never move, so a word inside
- * one can be waited on.
+ * the struct syncmem_keytab header, a power-of-two array of bucket words,
+ * the chain locks (stripes) and fixed-size entries, chained by index.
+ * Entries never move, so a word inside one can be waited on.
+ *
+ * Two kinds of lock guard a table. The table lock (in the header) guards
+ * the free list. A chain is changed under a lock that covers it: its
+ * stripe's lock (keyed locks), or the table lock for a table whose every
+ * user changes chains under it (single-flight). Lookups may also run with
+ * no lock, checked by the bucket's sequence. Lock order: the table lock,
+ * then a stripe's.
  */
 #ifndef SYNCMEM_KEYTAB_H
 #define SYNCMEM_KEYTAB_H
@@ -33,8 +40,17 @@ struct keytab_view {
 	struct syncmem_keytab *t;
 	uint32_t nentries;
 	uint32_t mask;		/* nbuckets - 1 */
-	uint32_t *buckets;
+	uint32_t stripe_mask;	/* chain locks - 1 */
+	uint64_t *buckets;	/* head index + 1 (low half), sequence (high half) */
+	struct syncmem_lock *stripes;
 	char *entries;
+};
+
+/* A key prepared for lookups: zero-padded to whole words. */
+struct keytab_key {
+	uint32_t hash;
+	uint32_t len;
+	uint64_t w[SYNCMEM_KEY_MAX / 8];
 };
 
 size_t syncmem__keytab_footprint(uint32_t nentries);
@@ -54,6 +70,8 @@ int syncmem__keytab_view(struct syncmem_region *r, struct syncmem_keytab *t, uin
 /* 0 for a usable key, -EINVAL (empty, NULL) or -E2BIG. */
 int syncmem__key_check(const void *key, size_t len);
 uint32_t syncmem__key_hash(const void *key, size_t len);
+/* Prepare the checked key @key of @len bytes. */
+void syncmem__keytab_key(struct keytab_key *k, const void *key, size_t len);
 
 /*
  * Take the table lock within @timeout_ns (negative: no timeout of the
@@ -64,6 +82,22 @@ uint32_t syncmem__key_hash(const void *key, size_t len);
 int syncmem__keytab_lock(struct syncmem_region *r, const struct keytab_view *v,
 			 int64_t timeout_ns);
 void syncmem__keytab_unlock(struct syncmem_region *r, const struct keytab_view *v);
+/* The lock of the chain of @hash: as the table lock. */
+int syncmem__keytab_chain_lock(struct syncmem_region *r, const struct keytab_view *v,
+			       uint32_t hash, int64_t timeout_ns);
+void syncmem__keytab_chain_unlock(struct syncmem_region *r, const struct keytab_view *v,
+				  uint32_t hash);
+
+/*
+ * Look @k up with no lock: 0 with the entry in *@out (NULL: absent), or
+ * -EAGAIN (the chain is being changed, or reads as impossible: look under
+ * the chain lock). Whatever was found counts only if
+ * syncmem__keytab_unchanged(@snap) says so afterwards.
+ */
+int syncmem__keytab_find_unlocked(const struct keytab_view *v, const struct keytab_key *k,
+				  struct keytab_entry **out, uint64_t *snap);
+/* Did the chain of @hash stay as it was at @snap since? */
+bool syncmem__keytab_unchanged(const struct keytab_view *v, uint32_t hash, uint64_t snap);
 
 /* The payload after the 128-byte head. */
 static inline void *keytab_payload(struct keytab_entry *e)
@@ -72,20 +106,35 @@ static inline void *keytab_payload(struct keytab_entry *e)
 }
 
 /*
- * The functions below run with the table lock held. Each returns -EUCLEAN
- * when it meets a link, a key length or a count this library never
- * writes (or a chain longer than the table).
+ * The functions below run with the lock of the chain (find, link, unlink),
+ * or the table lock (take, free), held. Each returns -EUCLEAN when it
+ * meets a link, a key length or a count this library never writes (or a
+ * chain longer than the table).
  */
 
-/* The entry holding @key in the chain of @hash in *@out, NULL when absent. */
-int syncmem__keytab_find(const struct keytab_view *v, const void *key, size_t len,
-			 uint32_t hash, struct keytab_entry **out);
-/* A free entry holding @key, linked into its chain, refs 0; -ENOSPC when full. */
-int syncmem__keytab_insert(const struct keytab_view *v, const void *key, size_t len,
-			   uint32_t hash, struct keytab_entry **out);
+/* The entry holding @k in its chain in *@out, NULL when absent. */
+int syncmem__keytab_find(const struct keytab_view *v, const struct keytab_key *k,
+			 struct keytab_entry **out);
+/* A chain left mid-change by a holder of its lock that died is made whole. */
+void syncmem__keytab_settle(const struct keytab_view *v, uint32_t hash);
+/* Take a free entry, refs 0, off the free list (table lock): -ENOSPC when none. */
+int syncmem__keytab_take(const struct keytab_view *v, struct keytab_entry **out);
+/* Give the taken entry @e the key @k and link it into its chain. */
+void syncmem__keytab_link(const struct keytab_view *v, struct keytab_entry *e,
+			  const struct keytab_key *k);
+/* Take and link, with both locks held (or the one lock that covers both). */
+int syncmem__keytab_insert(const struct keytab_view *v, const struct keytab_key *k,
+			   struct keytab_entry **out);
 /* Take @e out of its chain: later lookups miss it. */
 int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e);
-/* Give an unlinked @e back to the free list. */
+/*
+ * Take @e out of its chain unless the word @word (not NULL) is not 0:
+ * -EBUSY then. A lookup with no lock either sees the change or its CAS on
+ * the word is seen here.
+ */
+int syncmem__keytab_unlink_if(const struct keytab_view *v, struct keytab_entry *e,
+			      const uint64_t *word);
+/* Give an unlinked @e back to the free list (table lock). */
 void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e);
 /* Count one more user of @e (-EUCLEAN at the count's limit). */
 int syncmem__keytab_get(struct keytab_entry *e);

@@ -135,7 +135,7 @@ TEST_F_TIMEOUT(keyed, per_key_exclusion_blocking_and_async, 600)
 		total += self->sh->counter[key];
 	EXPECT_EQ((uint64_t)N * EACH, total);
 	EXPECT_EQ(0, atomic_load(&self->sh->violations));
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));	/* every entry reclaimed */
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));	/* nothing left held */
 	EXPECT_EQ(0, region_waiters(self->r));
 }
 
@@ -161,15 +161,17 @@ TEST_F(keyed, different_keys_are_independent)
 	EXPECT_EQ(-ETIMEDOUT, syncmem_keyed_lock(self->r, self->k, "x", 1, 20000000));
 	EXPECT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "y", 1));
 	EXPECT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "xx", 2));
-	EXPECT_EQ(3, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(3, syncmem_keyed_held(self->r, self->k));
 	/* Not ours: -EPERM, and the entry stays. */
 	EXPECT_EQ(-EPERM, syncmem_keyed_unlock(self->r, self->k, "x", 1));
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "y", 1));
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "xx", 2));
-	EXPECT_EQ(1, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(1, syncmem_keyed_held(self->r, self->k));
 	ASSERT_EQ(1, write(done[1], "d", 1));
 	EXPECT_EQ(0, wait_exit(pid));
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));
+	/* Their entries stay, for the keys' next lockers. */
+	EXPECT_EQ(3, syncmem_keyed_in_use(self->k));
 }
 
 struct korder {
@@ -222,13 +224,13 @@ TEST_F(keyed, one_key_grants_in_arrival_order)
 			_exit(korder_waiter(&o));
 		ASSERT_TRUE(await_waiters(self->r, i + 1));
 	}
-	EXPECT_EQ(1, syncmem_keyed_in_use(self->k));	/* one entry for all of them */
+	EXPECT_EQ(1, syncmem_keyed_held(self->r, self->k));	/* one entry for all of them */
 	ASSERT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "fifo", 4));
 	for (int i = 0; i < N; i++)
 		EXPECT_EQ(0, wait_exit(pids[i]));
 	for (int i = 0; i < N; i++)
 		EXPECT_EQ((uint32_t)i, self->sh->order[i]);
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));
 }
 
 TEST_F(keyed, a_full_table_is_enospc_until_an_entry_is_reclaimed)
@@ -239,7 +241,7 @@ TEST_F(keyed, a_full_table_is_enospc_until_an_entry_is_reclaimed)
 		snprintf(key, sizeof(key), "k%d", i);
 		ASSERT_EQ(0, syncmem_keyed_lock(self->r, self->k, key, strlen(key), 0));
 	}
-	EXPECT_EQ(TABLE_ENTRIES, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(TABLE_ENTRIES, syncmem_keyed_held(self->r, self->k));
 	EXPECT_EQ(-ENOSPC, syncmem_keyed_lock(self->r, self->k, "extra", 5, SYNCMEM_FOREVER));
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "k3", 2));
 	EXPECT_EQ(0, syncmem_keyed_lock(self->r, self->k, "extra", 5, 0));
@@ -249,7 +251,7 @@ TEST_F(keyed, a_full_table_is_enospc_until_an_entry_is_reclaimed)
 		if (i != 3)
 			EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, key, strlen(key)));
 	}
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));
 }
 
 static void bump(void *arg)
@@ -303,7 +305,7 @@ TEST_F_TIMEOUT(keyed, lockers_and_holders_that_die_leave_nothing_behind, 120)
 	}
 	EXPECT_TRUE(await_waiters(self->r, 0));
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "k", 1));
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));	/* the entry went with its last use */
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));	/* nothing left held or waited */
 
 	/* Holders that die while nobody waits: their entries do not fill the table. */
 	for (int i = 0; i < TABLE_ENTRIES; i++) {
@@ -312,24 +314,24 @@ TEST_F_TIMEOUT(keyed, lockers_and_holders_that_die_leave_nothing_behind, 120)
 		snprintf(key, sizeof(key), "dead-%d", i);
 		holder = locker_child(self->r, self->k, key, i % 2);
 		ASSERT_LT(0, holder);
-		while (syncmem_keyed_in_use(self->k) < (uint32_t)i + 1)
+		while (syncmem_keyed_held(self->r, self->k) < i + 1)
 			usleep(1000);
 		usleep(10000);	/* the async one's callback ran: it holds the key */
 		kill(holder, SIGKILL);
 		EXPECT_EQ(128 + SIGKILL, wait_exit(holder));
 	}
-	EXPECT_EQ(TABLE_ENTRIES, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(TABLE_ENTRIES, syncmem_keyed_held(self->r, self->k));
 	/* A dead holder's key goes to its next locker, told so. */
 	EXPECT_EQ(-EOWNERDEAD, syncmem_keyed_trylock(self->r, self->k, "dead-0", 6));
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "dead-0", 6));
-	EXPECT_EQ(TABLE_ENTRIES - 1, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(TABLE_ENTRIES - 1, syncmem_keyed_held(self->r, self->k));
 	/* A new key in a table full of the dead: swept, not -ENOSPC. */
 	EXPECT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "x", 1));
 	EXPECT_EQ(0, syncmem_keyed_trylock(self->r, self->k, "y", 1));
-	EXPECT_EQ(2, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(2, syncmem_keyed_held(self->r, self->k));
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "x", 1));
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "y", 1));
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));
 }
 
 TEST_F(keyed, multi_part_keys_and_execute)
@@ -369,7 +371,7 @@ TEST_F(keyed, multi_part_keys_and_execute)
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "run", 3));
 	syncmem_loop_free(loop);
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, a, (size_t)la));
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));
 }
 
 static void *unlock_from_thread(void *arg)
@@ -395,7 +397,7 @@ TEST_F(keyed, errors)
 	pthread_join(t, &ret);
 	EXPECT_EQ(-EPERM, (int)(intptr_t)ret);
 	EXPECT_EQ(0, syncmem_keyed_unlock(self->r, self->k, "t", 1));
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));
 
 	EXPECT_EQ(-EINVAL, syncmem_keyed_lock(self->r, self->k, "", 0, 0));
 	EXPECT_EQ(-EINVAL, syncmem_keyed_lock(self->r, self->k, NULL, 1, 0));
@@ -424,7 +426,9 @@ TEST_F(keyed, errors)
 	EXPECT_EQ(-EINVAL, syncmem_keyed_execute(loop, self->r, self->k, "a", 1, NULL, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_keyed_execute(NULL, self->r, self->k, "a", 1, bump, NULL));
 	syncmem_loop_free(loop);
-	EXPECT_EQ(0, syncmem_keyed_in_use(self->k));
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));
+	EXPECT_EQ(-EINVAL, syncmem_keyed_held(self->r, NULL));
+	EXPECT_EQ(-EINVAL, syncmem_keyed_held(NULL, self->k));
 }
 
 TEST_HARNESS_MAIN

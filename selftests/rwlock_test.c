@@ -224,6 +224,36 @@ TEST_F_TIMEOUT(rw, a_writer_is_not_starved_by_a_stream_of_readers, 120)
 	EXPECT_GT(2000000000LL, took);
 }
 
+TEST_F_TIMEOUT(rw, tryrdlock_never_fails_while_no_writer_holds_or_waits, 120)
+{
+	enum { PROCS = 4, ROUNDS = 20000 };
+	pid_t pids[PROCS];
+
+	/* Readers of several processes churning, with tries among them. */
+	for (int i = 0; i < PROCS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0) {
+			for (int n = 0; n < ROUNDS; n++) {
+				int ret = n & 1 ? syncmem_rwlock_tryrdlock(self->r, &self->sh->rw) :
+						  syncmem_rwlock_rdlock(self->r, &self->sh->rw);
+
+				if (ret == -EBUSY)
+					atomic_fetch_add(&self->sh->violations, 1);
+				else if (ret)
+					_exit(1);
+				if (syncmem_rwlock_unlock(self->r, &self->sh->rw))
+					_exit(2);
+			}
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < PROCS; i++)
+		EXPECT_EQ(0, wait_exit(pids[i]));
+	EXPECT_EQ(0, atomic_load(&self->sh->violations));
+	EXPECT_EQ(0, shares(&self->sh->rw));
+}
+
 static void event(struct rwshared *sh, uint32_t id, int leave)
 {
 	sh->events[atomic_fetch_add(&sh->seq, 1)] = id * 2 + leave;

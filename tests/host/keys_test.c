@@ -56,8 +56,11 @@ TEST(key_table_geometry_and_protocol)
 	struct syncmem_flight *f;
 	uint8_t *mem;
 
-	/* 128-byte header, 16 buckets of 4 bytes rounded to 64, 10 entries of 192. */
-	EXPECT_EQ(128 + 64 + 10 * 192, len);
+	/*
+	 * 128-byte header, 16 buckets of 8 bytes, 16 chain locks of 64 bytes,
+	 * 10 entries of 192.
+	 */
+	EXPECT_EQ(128 + 128 + 16 * 64 + 10 * 192, len);
 	EXPECT_EQ(syncmem_keyed_footprint(10), syncmem_flight_footprint(10));
 	EXPECT_EQ(0, syncmem_keyed_footprint(0));
 	EXPECT_EQ(0, syncmem_keyed_footprint((1u << 24) + 1));

@@ -72,7 +72,12 @@ static int on_guarded_objects(int (*victim)(void *arg), double seconds, bool scr
 	init_objects(a.o);
 	if (scribble)
 		scribbler = scribbler_start(g.mem, g.len, 4, 0xb0b);
-	ret = scribbler < 0 ? -1 : run_victim(victim, &a, 20);
+	/*
+	 * Generous: a call that gives up after its retry limit makes tens of
+	 * thousands of intercepted ioctls, slow under the sanitizers on a
+	 * loaded machine. A call that never gave up would still be caught.
+	 */
+	ret = scribbler < 0 ? -1 : run_victim(victim, &a, 90);
 	if (scribbler > 0)
 		scribbler_stop(scribbler);
 	close(r.fd);

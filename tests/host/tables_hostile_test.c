@@ -93,7 +93,7 @@ static void k_nentries_huge(struct tables *t)
 
 	h->nentries = 1u << 24;
 	h->nbuckets = 1u << 24;
-	h->entries_off = 128 + (4u << 24);
+	h->entries_off = 128 + (8u << 24) + 16 * 64;	/* buckets, stripes */
 	h->footprint = h->entries_off + (192ull << 24);
 }
 
@@ -221,12 +221,14 @@ static int zeroed_word_victim(void *arg)
 	struct tables *t = a->t;
 	struct keytab_view v = view_of(t, &t->k->t, SYNCMEM_KEYED_MAGIC);
 	struct keytab_entry *e;
+	struct keytab_key k;
 	char other[16];
 	int len;
 
 	if (syncmem_keyed_trylock(&t->r, t->k, "k0", 2))
 		return 1;
-	if (syncmem__keytab_find(&v, "k0", 2, syncmem__key_hash("k0", 2), &e) || !e)
+	syncmem__keytab_key(&k, "k0", 2);
+	if (syncmem__keytab_find(&v, &k, &e) || !e)
 		return 2;
 	((struct syncmem_lock *)keytab_payload(e))->word = 0;
 	if (syncmem_keyed_unlock(&t->r, t->k, "k0", 2) != -EPERM)
@@ -236,9 +238,9 @@ static int zeroed_word_victim(void *arg)
 	if (syncmem_keyed_trylock(&t->r, t->k, other, len) ||
 	    syncmem_keyed_unlock(&t->r, t->k, other, len))
 		return 4;
-	/* The key itself works and its entry is freed after use. */
+	/* The key itself works and nobody holds it after use. */
 	if (syncmem_keyed_trylock(&t->r, t->k, "k0", 2) ||
-	    syncmem_keyed_unlock(&t->r, t->k, "k0", 2) || syncmem_keyed_in_use(t->k))
+	    syncmem_keyed_unlock(&t->r, t->k, "k0", 2) || syncmem_keyed_held(&t->r, t->k))
 		return 5;
 	return 0;
 }
@@ -258,10 +260,12 @@ static struct flight *planted_flight(struct tables *t)
 {
 	struct keytab_view v = view_of(t, &t->f->t, SYNCMEM_FLIGHT_MAGIC);
 	struct keytab_entry *e;
+	struct keytab_key k;
 	struct flight *fl;
 	uint32_t block = syncmem_pool_alloc(t->pool);
 
-	if (!block || syncmem__keytab_insert(&v, "job", 3, syncmem__key_hash("job", 3), &e))
+	syncmem__keytab_key(&k, "job", 3);
+	if (!block || syncmem__keytab_insert(&v, &k, &e))
 		return NULL;
 	e->refs = 1;
 	fl = entry_flight(e);

@@ -2,7 +2,8 @@
 /*
  * lock_instructions KIND N: N uncontended lock+unlock pairs of KIND
  * (syncmem, fair, pthread; rdlock, pthread_rd: read lock and unlock of an
- * rwlock) inside one function, for valgrind --tool=callgrind
+ * rwlock; keyed: lock and unlock of one key of a keyed table, own: the
+ * same of a lock of its own) inside one function, for valgrind --tool=callgrind
  * --toggle-collect=KIND_pair (see tools/bench/lock-instructions).
  *
  * It runs on the host, where the module cannot be loaded: an uncontended
@@ -20,6 +21,7 @@ __attribute__((noinline)) int syncmem_pair(struct syncmem_region *r, struct sync
 __attribute__((noinline)) int pthread_pair(pthread_mutex_t *m);
 __attribute__((noinline)) int rdlock_pair(struct syncmem_region *r, struct syncmem_rwlock *rw);
 __attribute__((noinline)) int pthread_rd_pair(pthread_rwlock_t *rw);
+__attribute__((noinline)) int keyed_pair(struct syncmem_region *r, struct syncmem_keyed *k);
 
 __attribute__((noinline)) int syncmem_pair(struct syncmem_region *r, struct syncmem_lock *l)
 {
@@ -41,10 +43,20 @@ __attribute__((noinline)) int pthread_rd_pair(pthread_rwlock_t *rw)
 	return pthread_rwlock_rdlock(rw) | pthread_rwlock_unlock(rw);
 }
 
+__attribute__((noinline)) int keyed_pair(struct syncmem_region *r, struct syncmem_keyed *k)
+{
+	return syncmem_keyed_lock(r, k, "key-1", 5, SYNCMEM_FOREVER) |
+	       syncmem_keyed_unlock(r, k, "key-1", 5);
+}
+
+static struct syncmem_keyed *keyed;
+
 /* One pair of @kind. */
 static int pair(const char *kind, struct syncmem_region *r, struct syncmem_lock *l,
 		pthread_mutex_t *m, struct syncmem_rwlock *rw, pthread_rwlock_t *prw)
 {
+	if (!strcmp(kind, "keyed"))
+		return keyed_pair(r, keyed);
 	if (!strcmp(kind, "pthread"))
 		return pthread_pair(m);
 	if (!strcmp(kind, "rdlock"))
@@ -69,7 +81,7 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		return 2;
 	n = atol(argv[2]);
-	syncmem__region_fill(&r, -1, memfd_shared(4096), 4096, false);
+	syncmem__region_fill(&r, -1, memfd_shared(65536), 65536, false);
 	m = memfd_shared(4096);
 	prw = memfd_shared(4096);
 	if (!r.base || !m || !prw)
@@ -77,6 +89,8 @@ int main(int argc, char **argv)
 	l = r.base;
 	rw = (struct syncmem_rwlock *)((char *)r.base + 1024);
 	syncmem_rwlock_init(rw);
+	if (syncmem_keyed_init((char *)r.base + 4096, 65536 - 4096, 64, &keyed))
+		return 1;
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setpshared(&ra, PTHREAD_PROCESS_SHARED);
 	pthread_rwlock_init(prw, &ra);
