@@ -149,7 +149,10 @@ int syncmem__unlock_word(struct syncmem_region *r, uint64_t *addr, uint64_t expe
 int syncmem__handoff(struct syncmem_region *r, void *addr, uint32_t width,
 		     uint64_t value, uint32_t flags);
 
-/* Run cb(arg, @result) later from the loop (through the kernel handle). */
+/*
+ * Run cb(arg, @result) later from the loop: queued in the loop, or through
+ * the kernel handle once the program asked for syncmem_loop_fd().
+ */
 int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
 		       int result);
 

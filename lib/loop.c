@@ -10,6 +10,13 @@
  * runs their callbacks. Callbacks run only from syncmem_loop_run*() and
  * syncmem_loop_free(), never from the call that queued the wait.
  *
+ * A call that completes at once (a lock taken on the spot) queues its
+ * callback in the loop's own memory, with no system call: the next
+ * syncmem_loop_run_once() runs it, and makes no system call either when
+ * nothing else is pending. A program that polls syncmem_loop_fd() would
+ * not see such a completion, so once it has asked for the fd, completions
+ * go through the kernel (SYNCMEM_IOC_POST), which makes the fd readable.
+ *
  * A loop belongs to the process that made it. A forked child shares its
  * handle and its ring with the parent: reading records there would steal
  * the parent's completions (a hand-off among them), cancelling would end
@@ -36,6 +43,13 @@
 
 #define LOOP_BATCH 64
 
+/* A callback due with its result, queued without the kernel. */
+struct loop_due {
+	syncmem_wait_cb cb;
+	void *arg;
+	int result;
+};
+
 struct syncmem_loop {
 	struct io_uring ring;
 	int handle;		/* /dev/syncmem, O_NONBLOCK */
@@ -45,6 +59,9 @@ struct syncmem_loop {
 	uint64_t last_id;
 	struct idmap pending;	/* wait id -> callback */
 	uint32_t process;	/* syncmem__process_gen() of its maker */
+	struct loop_due *due;	/* FIFO: [due_head, due_count) still to run */
+	size_t due_head, due_count, due_cap;
+	bool fd_given;		/* syncmem_loop_fd() was called: post through the kernel */
 };
 
 /* 0, -EINVAL for NULL, -EBADFD in a process forked from the loop's maker. */
@@ -189,15 +206,41 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Run the callbacks queued without the kernel before this call; those
+ * their callbacks queue run next time. The number run.
+ */
+static int run_due(struct syncmem_loop *loop)
+{
+	size_t end = loop->due_count;
+	int ran = 0;
+
+	while (loop->due_head < end) {
+		struct loop_due d = loop->due[loop->due_head++];
+
+		d.cb(d.arg, d.result);
+		ran++;
+	}
+	if (loop->due_head == loop->due_count)
+		loop->due_head = loop->due_count = 0;
+	return ran;
+}
+
 int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 {
 	uint64_t deadline = 0;
-	int ran, err;
+	int ran, due, err;
 
 	err = loop_usable(loop);
 	if (err)
 		return err;
+	due = run_due(loop);
+	/* Only completions of our own: nothing to ask the kernel. */
+	if (due && !loop->pending.count)
+		return due;
 	ran = dispatch(loop);
+	if (ran >= 0)
+		ran += due;
 	if (ran || !timeout_ns || !loop->pending.count) {
 		reap_ready(loop);
 		return ran;
@@ -240,7 +283,7 @@ int syncmem_loop_run(struct syncmem_loop *loop)
 
 	if (err)
 		return err;
-	while (loop->pending.count) {
+	while (loop->pending.count || loop->due_count) {
 		int ret = syncmem_loop_run_once(loop, SYNCMEM_FOREVER);
 
 		if (ret < 0)
@@ -249,15 +292,36 @@ int syncmem_loop_run(struct syncmem_loop *loop)
 	return 0;
 }
 
+static int post_to_kernel(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
+			  int result);
+
 int syncmem_loop_fd(struct syncmem_loop *loop)
 {
-	/* The handle is readable exactly when completion records wait. */
-	return loop ? loop->handle : -EINVAL;
+	if (!loop)
+		return -EINVAL;
+	/*
+	 * The handle is readable exactly when completion records wait: from
+	 * now on every completion is one, those queued so far included
+	 * (one that cannot be posted still runs at the next run_once).
+	 */
+	if (!loop->fd_given && !loop_usable(loop)) {
+		loop->fd_given = true;
+		while (loop->due_head < loop->due_count) {
+			struct loop_due *d = &loop->due[loop->due_head];
+
+			if (post_to_kernel(loop, d->cb, d->arg, d->result))
+				break;
+			loop->due_head++;
+		}
+		if (loop->due_head == loop->due_count)
+			loop->due_head = loop->due_count = 0;
+	}
+	return loop->handle;
 }
 
 size_t syncmem_loop_pending(const struct syncmem_loop *loop)
 {
-	return loop ? loop->pending.count : 0;
+	return loop ? loop->pending.count + loop->due_count - loop->due_head : 0;
 }
 
 static int wait_async_flags(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -324,16 +388,41 @@ int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r
 				NULL, SYNCMEM_WAIT_ASYNC_OWNER);
 }
 
+/* Queue a due callback in the loop's memory: 0 or -ENOMEM. */
+static int queue_due(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg, int result)
+{
+	if (loop->due_count == loop->due_cap) {
+		size_t cap = loop->due_cap ? loop->due_cap * 2 : 16;
+		struct loop_due *due = reallocarray(loop->due, cap, sizeof(*due));
+
+		if (!due)
+			return -ENOMEM;
+		loop->due = due;
+		loop->due_cap = cap;
+	}
+	loop->due[loop->due_count++] = (struct loop_due){ .cb = cb, .arg = arg, .result = result };
+	return 0;
+}
+
 int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
 		       int result)
+{
+	int ret = loop_usable(loop);
+
+	if (ret)
+		return ret;
+	if (!loop->fd_given)
+		return queue_due(loop, cb, arg, result);
+	return post_to_kernel(loop, cb, arg, result);
+}
+
+static int post_to_kernel(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
+			  int result)
 {
 	struct syncmem_post post = { .result = result };
 	struct idmap_entry e;
 	int ret;
 
-	ret = loop_usable(loop);
-	if (ret)
-		return ret;
 	ret = syncmem__idmap_reserve(&loop->pending);
 	if (ret)
 		return ret;
@@ -391,10 +480,14 @@ void syncmem_loop_free(struct syncmem_loop *loop)
 	 * lost), the rest -ECANCELED. In a forked child they are the
 	 * parent's: only the child's copies go (no callback runs).
 	 */
-	if (loop_usable(loop))
+	if (loop_usable(loop)) {
 		syncmem__idmap_free(&loop->pending);
-	else
+	} else {
+		/* Completed already: their real results, as the kernel's records below. */
+		while (loop->due_head < loop->due_count)
+			run_due(loop);
 		syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &all);
+	}
 	while (loop->pending.count && idle < 10) {
 		struct pollfd p = { .fd = loop->handle, .events = POLLIN };
 
@@ -410,5 +503,6 @@ void syncmem_loop_free(struct syncmem_loop *loop)
 	close(loop->efd);
 	io_uring_queue_exit(&loop->ring);
 	syncmem__idmap_free(&loop->pending);
+	free(loop->due);
 	free(loop);
 }

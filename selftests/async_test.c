@@ -63,13 +63,6 @@ static void record_cb(void *arg, int result)
 	s->at = now_ns();
 }
 
-static int fd_readable(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
-}
-
 TEST_F(async, immediate_results_never_queue_or_call_back)
 {
 	struct cb_slot s = { 0 };

@@ -304,6 +304,85 @@ TEST_F(lock, execute_locked_and_async_cancel)
 	EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
 }
 
+/* One async lock taken at once, run from the loop, and unlocked: 0 or a step. */
+static int async_lock_round(struct syncmem_loop *loop, struct syncmem_region *r,
+			    struct syncmem_lock *l)
+{
+	int result = 1;
+
+	if (syncmem_lock_async(loop, r, l, note_result, &result))
+		return 1;
+	/* Never inside the call: from the loop. */
+	if (result != 1 || syncmem_loop_pending(loop) != 1)
+		return 2;
+	if (syncmem_loop_run_once(loop, SYNCMEM_FOREVER) != 1 || result != 0)
+		return 3;
+	return syncmem_unlock(r, l) ? 4 : 0;
+}
+
+TEST_F(lock, an_async_lock_taken_at_once_makes_no_system_call)
+{
+	pid_t pid;
+
+	/* The filter works: any system call kills the child. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (forbid_syscalls())
+			_exit(10);
+		getppid();
+		_exit(0);
+	}
+	EXPECT_EQ(128 + SIGSYS, wait_exit(pid));
+
+	for (int fair = 0; fair < 2; fair++) {
+		syncmem_lock_init(&self->sh->lock, fair ? SYNCMEM_LOCK_FAIR : 0);
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			struct syncmem_loop *loop;
+			int ret;
+
+			/* The first round fetches the process's id and warms the heap. */
+			if (syncmem_loop_new(&loop) ||
+			    async_lock_round(loop, self->r, &self->sh->lock) || forbid_syscalls())
+				_exit(10);
+			for (int i = 0; i < 1000; i++) {
+				ret = async_lock_round(loop, self->r, &self->sh->lock);
+				if (ret)
+					_exit(10 + ret);
+			}
+			_exit(0);
+		}
+		EXPECT_EQ(0, wait_exit(pid));
+	}
+}
+
+TEST_F(lock, the_loop_fd_is_readable_when_an_async_lock_was_taken_at_once)
+{
+	struct syncmem_loop *loop;
+	int result = 1, fd;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	/* Queued before the fd was asked for: posted then. */
+	ASSERT_EQ(0, syncmem_lock_async(loop, self->r, &self->sh->lock, note_result, &result));
+	fd = syncmem_loop_fd(loop);
+	EXPECT_TRUE(fd_readable(fd));
+	EXPECT_EQ(1, syncmem_loop_run_once(loop, 0));
+	EXPECT_EQ(0, result);
+	EXPECT_FALSE(fd_readable(fd));
+	EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
+	/* Asked for already: posted at once. */
+	result = 1;
+	ASSERT_EQ(0, syncmem_lock_async(loop, self->r, &self->sh->lock, note_result, &result));
+	EXPECT_EQ(1, result);
+	EXPECT_TRUE(fd_readable(fd));
+	EXPECT_EQ(1, syncmem_loop_run_once(loop, 0));
+	EXPECT_EQ(0, result);
+	EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
+	syncmem_loop_free(loop);
+}
+
 static void *unlock_from_other_thread(void *arg)
 {
 	struct fair_arg *a = arg;
