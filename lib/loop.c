@@ -122,10 +122,10 @@ fail:
 	return err;
 }
 
+/* Queue the eventfd read in the ring, if it is not in flight (submitted by the wait). */
 static int arm_read(struct syncmem_loop *loop)
 {
 	struct io_uring_sqe *sqe;
-	int ret;
 
 	if (loop->read_armed)
 		return 0;
@@ -135,9 +135,6 @@ static int arm_read(struct syncmem_loop *loop)
 	io_uring_prep_read(sqe, loop->efd, &loop->efd_value,
 			   sizeof(loop->efd_value), 0);
 	io_uring_sqe_set_data64(sqe, LOOP_EVENTFD_READ);
-	ret = io_uring_submit(&loop->ring);
-	if (ret < 0)
-		return ret;
 	loop->read_armed = true;
 	return 0;
 }
@@ -226,10 +223,23 @@ static int run_due(struct syncmem_loop *loop)
 	return ran;
 }
 
+/*
+ * Could completion records wait on the handle? Not while the eventfd read
+ * is in flight without a completion: the kernel adds to the eventfd after
+ * queueing each record, so a record queued since the last dispatch either
+ * completed that read or, before it was armed, made it complete at once.
+ * This saves a read() that would find nothing before every wait.
+ */
+static bool records_may_wait(struct syncmem_loop *loop)
+{
+	reap_ready(loop);
+	return !loop->read_armed;
+}
+
 int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 {
 	uint64_t deadline = 0;
-	int ran, due, err;
+	int ran = 0, due, err;
 
 	err = loop_usable(loop);
 	if (err)
@@ -238,19 +248,18 @@ int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 	/* Only completions of our own: nothing to ask the kernel. */
 	if (due && !loop->pending.count)
 		return due;
-	ran = dispatch(loop);
+	if (records_may_wait(loop))
+		ran = dispatch(loop);
 	if (ran >= 0)
 		ran += due;
-	if (ran || !timeout_ns || !loop->pending.count) {
-		reap_ready(loop);
+	if (ran || !timeout_ns || !loop->pending.count)
 		return ran;
-	}
 	if (timeout_ns > 0)
 		deadline = now_ns() + (uint64_t)timeout_ns;
 
 	for (;;) {
 		struct __kernel_timespec ts, *tsp = NULL;
-		struct io_uring_cqe *cqe;
+		struct io_uring_cqe *cqe = NULL;
 
 		err = arm_read(loop);
 		if (err)
@@ -263,13 +272,13 @@ int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 			ts.tv_nsec = (long long)(left % 1000000000u);
 			tsp = &ts;
 		}
-		err = io_uring_wait_cqe_timeout(&loop->ring, &cqe, tsp);
-		if (!err)
+		/* One system call: submit the read if it is new, and wait. */
+		err = io_uring_submit_and_wait_timeout(&loop->ring, &cqe, 1, tsp, NULL);
+		if (err >= 0 && cqe)
 			reap_cqe(loop, cqe);
 		else if (err != -ETIME && err != -EINTR)
 			return err;
-		reap_ready(loop);
-		ran = dispatch(loop);
+		ran = records_may_wait(loop) ? dispatch(loop) : 0;
 		if (ran || err == -ETIME)
 			return ran;
 		if (timeout_ns > 0 && now_ns() >= deadline)
