@@ -211,9 +211,11 @@ static uint64_t process_owner_id(struct syncmem_region *r)
 }
 
 /*
- * A peer writes the keyed table's own lock as held by a live owner that
- * will never release it: every call still ends. A try call says -EBUSY
- * within milliseconds, a timed one times out on time, the rest report the
+ * A peer writes the keyed table's own lock (taken only to add a key) as
+ * held by a live owner that will never release it: every call still ends.
+ * Keys already in the table work on. For a new key a try call says -EBUSY
+ * within milliseconds, a timed one times out on time, an unlock says at
+ * once that the key is not held, and a lock with no timeout reports the
  * table broken after ten seconds.
  */
 TEST_F_TIMEOUT(hostile, keyed_calls_end_when_the_table_lock_is_held_for_good, 120)
@@ -223,7 +225,11 @@ TEST_F_TIMEOUT(hostile, keyed_calls_end_when_the_table_lock_is_held_for_good, 12
 	int64_t t0;
 
 	ASSERT_NE(0, live);
+	ASSERT_EQ(0, syncmem_keyed_lock(self->rw, k, "old", 3, SYNCMEM_FOREVER));
+	ASSERT_EQ(0, syncmem_keyed_unlock(self->rw, k, "old", 3));
 	__atomic_store_n(&k->t.lock.word, live | SYNCMEM_OWNER_WAITERS, __ATOMIC_RELAXED);
+	EXPECT_EQ(0, syncmem_keyed_lock(self->rw, k, "old", 3, SYNCMEM_FOREVER));
+	EXPECT_EQ(0, syncmem_keyed_unlock(self->rw, k, "old", 3));
 	t0 = now_ns();
 	EXPECT_EQ(-EBUSY, syncmem_keyed_trylock(self->rw, k, "key", 3));
 	EXPECT_GT(2000 * MS, now_ns() - t0);
@@ -232,10 +238,12 @@ TEST_F_TIMEOUT(hostile, keyed_calls_end_when_the_table_lock_is_held_for_good, 12
 	EXPECT_LE(200 * MS, now_ns() - t0);
 	EXPECT_GT(5000 * MS, now_ns() - t0);
 	t0 = now_ns();
-	EXPECT_EQ(-EUCLEAN, syncmem_keyed_unlock(self->rw, k, "key", 3));
+	EXPECT_EQ(-EPERM, syncmem_keyed_unlock(self->rw, k, "key", 3));
+	EXPECT_GT(2000 * MS, now_ns() - t0);
+	t0 = now_ns();
+	EXPECT_EQ(-EUCLEAN, syncmem_keyed_lock(self->rw, k, "key", 3, SYNCMEM_FOREVER));
 	EXPECT_LE(10000 * MS, now_ns() - t0);
 	EXPECT_GT(60000 * MS, now_ns() - t0);
-	EXPECT_EQ(-EUCLEAN, syncmem_keyed_lock(self->rw, k, "key", 3, SYNCMEM_FOREVER));
 }
 
 /*
