@@ -155,8 +155,8 @@ static bool keyed_reclaim(struct syncmem_region *r, const struct keytab_view *v,
 		else if (ret == -EOWNERDEAD)
 			keyed_drop_dead(r, l);
 	}
-	/* Not while the word is not 0; not at all when @e is not in its chain. */
-	freed = !syncmem__keytab_unlink_if(v, e, &l->word);
+	/* Not while the word is not 0; not at all when @e is not in this chain. */
+	freed = !syncmem__keytab_unlink_if(v, e, &l->word, hash);
 	syncmem__keytab_chain_unlock(r, v, hash);
 	if (freed)
 		syncmem__keytab_free(v, e);
@@ -178,7 +178,8 @@ static uint32_t keyed_sweep_locked(struct syncmem_region *r, const struct keytab
 			struct keytab_entry *e =
 				(struct keytab_entry *)(v->entries + (size_t)i * KEYTAB_ENTRY_SIZE);
 
-			if (__atomic_load_n(&e->key_len, __ATOMIC_RELAXED))
+			/* Acquire: the hash read next is at least as new as the key. */
+			if (__atomic_load_n(&e->key_len, __ATOMIC_ACQUIRE))
 				freed += keyed_reclaim(r, v, e, pass);
 		}
 	}
@@ -385,6 +386,20 @@ static inline struct keytab_entry *hint_entry(const struct keyed_hint *h,
 	return h->e;
 }
 
+/*
+ * Does @e hold @h's key? A hint whose bucket word matches by chance (a
+ * table made again at the same place, a sequence come round after 2^32
+ * changes) must still not hand out another key's entry.
+ */
+static inline bool hint_key_is(const struct keyed_hint *h, const struct keytab_entry *e)
+{
+	const uint64_t *w = (const uint64_t *)e->key;
+
+	return __atomic_load_n(&e->key_len, __ATOMIC_ACQUIRE) == h->len &&
+	       __atomic_load_n(&w[0], __ATOMIC_ACQUIRE) == h->key[0] &&
+	       __atomic_load_n(&w[1], __ATOMIC_ACQUIRE) == h->key[1];
+}
+
 static void hint_store(struct keyed_hint *h, const struct syncmem_region *r,
 		       const struct syncmem_keyed *k, const struct keytab_view *v,
 		       struct keytab_entry *e, uint64_t snap, size_t len, const uint64_t *w)
@@ -408,7 +423,8 @@ static inline int hinted_lock(struct syncmem_region *r, const struct keyed_hint 
 	if (!id || !__atomic_compare_exchange_n(&entry_lock(e)->word, &seen, id, false,
 						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return -EAGAIN;
-	if (__builtin_expect(__atomic_load_n(h->bucket, __ATOMIC_SEQ_CST) != h->snap, 0)) {
+	if (__builtin_expect(__atomic_load_n(h->bucket, __ATOMIC_SEQ_CST) != h->snap ||
+			     !hint_key_is(h, e), 0)) {
 		syncmem_unlock(r, entry_lock(e));
 		return -EAGAIN;
 	}
@@ -621,7 +637,7 @@ int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, cons
 	struct keytab_entry *e;
 
 	/* A remembered key: its chain unchanged, the entry is the key's. */
-	if (h && r && (e = hint_entry(h, r, k, len, w))) {
+	if (h && r && (e = hint_entry(h, r, k, len, w)) && hint_key_is(h, e)) {
 		uint64_t seen = syncmem__cached_owner;
 
 		/* Release, as syncmem_unlock()'s, which does everything else. */

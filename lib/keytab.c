@@ -366,8 +366,9 @@ static void key_store(struct keytab_entry *e, const struct keytab_key *k)
 {
 	uint64_t *w = (uint64_t *)e->key;
 
+	/* Words past the key are 0 in the table (the caller's are not read). */
 	for (uint32_t i = 0; i < SYNCMEM_KEY_MAX / 8; i++)
-		__atomic_store_n(&w[i], k->w[i], __ATOMIC_RELEASE);
+		__atomic_store_n(&w[i], i * 8 < k->len ? k->w[i] : 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->hash, k->hash, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->key_len, k->len, __ATOMIC_RELEASE);
 }
@@ -516,14 +517,20 @@ int syncmem__keytab_insert(const struct keytab_view *v, const struct keytab_key 
 }
 
 int syncmem__keytab_unlink_if(const struct keytab_view *v, struct keytab_entry *e,
-			      const uint64_t *word)
+			      const uint64_t *word, uint32_t hash)
 {
-	uint64_t *b = bucket_of(v, shared_u32(&e->hash));
+	uint64_t *b = bucket_of(v, hash);
 	uint32_t want = keytab_index(v, e) + 1, seq = chain_begin(b);
 	uint32_t head = BUCKET_HEAD(__atomic_load_n(b, __ATOMIC_RELAXED));
 	uint32_t *link = &head;
 	int ret = -EUCLEAN;
 
+	/*
+	 * Only an entry of the chain whose lock the caller holds: one being
+	 * linked elsewhere may show a new key with its old hash.
+	 */
+	if (walk_u32(&e->hash) != hash)
+		goto out;
 	/* Sequentially consistent, after chain_begin(): see there. */
 	if (word && __atomic_load_n(word, __ATOMIC_SEQ_CST)) {
 		ret = -EBUSY;
@@ -534,8 +541,12 @@ int syncmem__keytab_unlink_if(const struct keytab_view *v, struct keytab_entry *
 		struct keytab_entry *at = entry_at(v, i);
 
 		if (i == want) {
+			/*
+			 * @e keeps its link until it is freed: a changer that
+			 * dies before chain_end() leaves @e in the chain, its
+			 * successors behind it, not a chain cut short.
+			 */
 			__atomic_store_n(link, shared_u32(&e->next), __ATOMIC_RELEASE);
-			__atomic_store_n(&e->next, 0, __ATOMIC_RELEASE);
 			ret = 0;
 			break;
 		}
@@ -551,7 +562,7 @@ out:
 
 int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e)
 {
-	return syncmem__keytab_unlink_if(v, e, NULL);
+	return syncmem__keytab_unlink_if(v, e, NULL, shared_u32(&e->hash));
 }
 
 void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e)

@@ -128,12 +128,13 @@ int syncmem__keytab_insert(const struct keytab_view *v, const struct keytab_key 
 /* Take @e out of its chain: later lookups miss it. */
 int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e);
 /*
- * Take @e out of its chain unless the word @word (not NULL) is not 0:
- * -EBUSY then. A lookup with no lock either sees the change or its CAS on
- * the word is seen here.
+ * Take @e out of the chain of @hash (whose lock the caller holds) unless
+ * the word @word (not NULL) is not 0: -EBUSY then; -EUCLEAN when @e is not
+ * in that chain. A lookup with no lock either sees the change or its CAS
+ * on the word is seen here.
  */
 int syncmem__keytab_unlink_if(const struct keytab_view *v, struct keytab_entry *e,
-			      const uint64_t *word);
+			      const uint64_t *word, uint32_t hash);
 /* Give an unlinked @e back to the free list (table lock). */
 void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e);
 /* Count one more user of @e (-EUCLEAN at the count's limit). */

@@ -444,15 +444,60 @@ static inline uint64_t alloc_error(int err)
  * with retries, bounds and read-only memory, everything but the fast
  * path's single pop.
  */
+/*
+ * Did every stack stay empty since @seen was read of each? Each head's tag
+ * moves with every push and pop, so if every head still reads as it did,
+ * empty, all of them were empty at once: at the moment this check began.
+ */
+static bool all_stayed_empty(const struct syncmem_pool *p, const uint64_t *seen)
+{
+	for (unsigned int k = 0; k < SYNCMEM_POOL_SHARDS; k++)
+		if (head_top(seen[k]) ||
+		    __atomic_load_n(&p->hdr->shard[k].head, __ATOMIC_ACQUIRE) != seen[k])
+			return false;
+	return true;
+}
+
+/*
+ * Pop from stack @s, else from the others in turn: the block's index + 1,
+ * or 0 only when every stack was empty at one instant (a block freed to a
+ * stack already passed while another stack was emptied is not missed), or
+ * -EUCLEAN / -EBADF.
+ */
+static int64_t pop_any(const struct syncmem_pool *p, unsigned int s)
+{
+	uint64_t seen[SYNCMEM_POOL_SHARDS];
+	uint32_t failed = 0;
+
+	for (;;) {
+		for (unsigned int k = 0; k < SYNCMEM_POOL_SHARDS; k++) {
+			unsigned int at = (s + k) % SYNCMEM_POOL_SHARDS;
+			int64_t got;
+
+			seen[at] = __atomic_load_n(&p->hdr->shard[at].head, __ATOMIC_ACQUIRE);
+			if (!head_top(seen[at]))
+				continue;
+			got = pop(p, at);
+			if (got)
+				return got;
+			/* Emptied since: what it held went to someone else. */
+			seen[at] = __atomic_load_n(&p->hdr->shard[at].head, __ATOMIC_ACQUIRE);
+		}
+		if (all_stayed_empty(p, seen))
+			return 0;
+		/* Blocks moved meanwhile: look again, a bounded number of times. */
+		if (syncmem__too_many(&failed))
+			return pool_bad(p);
+	}
+}
+
 static uint64_t alloc_slow(const struct syncmem_pool *p, unsigned int s, uint64_t mark)
 {
 	int64_t got;
 
 	if (p->rdonly)
 		return alloc_error(-EBADF);
-	got = pop(p, s);
-	for (unsigned int k = 1; k < SYNCMEM_POOL_SHARDS && !got; k++)
-		got = pop(p, (s + k) % SYNCMEM_POOL_SHARDS);
+	got = pop_any(p, s);
 	if (got <= 0)
 		return alloc_error(got ? (int)got : -ENOMEM);
 	/* The block is ours alone now. */
