@@ -242,6 +242,50 @@ TEST(racing_double_frees_from_processes)
 	syncmem_pool_detach(p);
 }
 
+/*
+ * Processes that each hold one or two blocks of five, swapping them: a
+ * block is free at every instant, so no allocation may report the pool
+ * empty, though blocks keep moving between the free lists.
+ */
+TEST(alloc_is_empty_only_when_every_list_was_empty_at_once)
+{
+	enum { N = 5, PROCS = 2, ROUNDS = 200000 };
+	size_t len = syncmem_pool_footprint(64, N);
+	char *mem = shared_mem(len + 4096);
+	_Atomic int *empty = (void *)(mem + len);
+	struct syncmem_pool *p;
+	pid_t pids[PROCS];
+
+	ASSERT_EQ(0, syncmem_pool_init(mem, len, 64, N, &p));
+	for (int i = 0; i < PROCS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0) {
+			uint32_t held = syncmem_pool_alloc(p);
+
+			if (!held)
+				_exit(1);
+			for (int n = 0; n < ROUNDS; n++) {
+				uint32_t next = syncmem_pool_alloc(p);
+
+				if (!next) {
+					atomic_fetch_add(empty, 1);
+					continue;
+				}
+				if (syncmem_pool_free(p, held))
+					_exit(2);
+				held = next;
+			}
+			_exit(syncmem_pool_free(p, held) ? 3 : 0);
+		}
+	}
+	for (int i = 0; i < PROCS; i++)
+		EXPECT_EQ(0, wait_exit(pids[i]));
+	EXPECT_EQ(0, atomic_load(empty));
+	EXPECT_EQ(N, syncmem_pool_free_count(p));
+	syncmem_pool_detach(p);
+}
+
 /* One memfd mapped twice at different addresses: offsets mean the same block. */
 TEST(mapped_twice_at_different_addresses)
 {
