@@ -275,33 +275,6 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v,
 }
 
 /*
- * The fast path: find @k's entry with no lock and CAS its word 0 -> our
- * id. 0 with the key held, or -EAGAIN: go the way of keyed_enter().
- */
-static inline int keyed_try_unlocked(struct syncmem_region *r, const struct keytab_view *v,
-				     const struct keytab_key *k, struct keytab_entry **out,
-				     uint64_t *snapshot)
-{
-	uint64_t snap, seen = 0, id = syncmem__cached_owner;
-	struct keytab_entry *e;
-
-	if (!id || syncmem__keytab_find_unlocked(v, k, &e, &snap) || !e)
-		return -EAGAIN;
-	/* Sequentially consistent: pairs with syncmem__keytab_unlink_if(). */
-	if (!__atomic_compare_exchange_n(&entry_lock(e)->word, &seen, id, false,
-					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-		return -EAGAIN;
-	if (__builtin_expect(!syncmem__keytab_unchanged(v, k->hash, snap), 0)) {
-		/* Maybe not the key's entry by the time we took it: let go. */
-		syncmem_unlock(r, entry_lock(e));
-		return -EAGAIN;
-	}
-	*out = e;
-	*snapshot = snap;
-	return keyed_got(r, e, 0);
-}
-
-/*
  * Each thread remembers where it last found a few short keys: the table,
  * the region's mapping, the entry and its bucket's word at the time. While
  * that word is unchanged the chain is, so the entry is still the key's, and
@@ -405,30 +378,52 @@ static void hint_store(struct keyed_hint *h, const struct syncmem_region *r,
 		       struct keytab_entry *e, uint64_t snap, size_t len, const uint64_t *w)
 {
 	*h = (struct keyed_hint){ .r = r, .k = k, .base = r->base, .size = r->size, .e = e,
-				  .bucket = &v->buckets[__atomic_load_n(&e->hash, __ATOMIC_RELAXED) &
-							v->mask],
+				  .bucket = syncmem__keytab_bucket(v, __atomic_load_n(&e->hash,
+										     __ATOMIC_RELAXED)),
 				  .snap = snap, .len = len, .key = { w[0], w[1] } };
 }
 
 /*
- * A remembered key's lock: CAS its entry's word 0 -> our id, then check
- * that the chain is still as remembered. 0, or -EAGAIN (the full path).
+ * Take @e's word 0 -> our id, and keep it only if the chain's @bucket word
+ * still reads @snap (and, with a hint @h, @e holds its key): the entry is
+ * then the key's. 0, or -EAGAIN (let go: take the full path).
  */
-static inline int hinted_lock(struct syncmem_region *r, const struct keyed_hint *h,
-			      struct keytab_entry *e)
+static inline int take_unchanged(struct syncmem_region *r, struct keytab_entry *e,
+				 const uint64_t *bucket, uint64_t snap,
+				 const struct keyed_hint *h)
 {
 	uint64_t seen = 0, id = syncmem__cached_owner;
 
-	/* Sequentially consistent: as keyed_try_unlocked(). */
+	/*
+	 * Sequentially consistent, both: a reclaimer's unlink marks the
+	 * chain, then reads the word (syncmem__keytab_unlink_if()), so either
+	 * it sees our id or we see its mark.
+	 */
 	if (!id || !__atomic_compare_exchange_n(&entry_lock(e)->word, &seen, id, false,
 						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return -EAGAIN;
-	if (__builtin_expect(__atomic_load_n(h->bucket, __ATOMIC_SEQ_CST) != h->snap ||
-			     !hint_key_is(h, e), 0)) {
+	if (__builtin_expect(__atomic_load_n(bucket, __ATOMIC_SEQ_CST) != snap ||
+			     (h && !hint_key_is(h, e)), 0)) {
+		/* Maybe not the key's entry by the time we took it: let go. */
 		syncmem_unlock(r, entry_lock(e));
 		return -EAGAIN;
 	}
 	return keyed_got(r, e, 0);
+}
+
+/*
+ * The fast path without a hint: find @k's entry with no lock and take it.
+ * 0 with the key held (the entry and the chain's word in *@out and
+ * *@snapshot), or -EAGAIN: go the way of keyed_enter().
+ */
+static inline int keyed_try_unlocked(struct syncmem_region *r, const struct keytab_view *v,
+				     const struct keytab_key *k, struct keytab_entry **out,
+				     uint64_t *snapshot)
+{
+	if (!syncmem__cached_owner || syncmem__keytab_find_unlocked(v, k, out, snapshot) ||
+	    !*out)
+		return -EAGAIN;
+	return take_unchanged(r, *out, syncmem__keytab_bucket(v, k->hash), *snapshot, NULL);
 }
 
 /* Let go of @l, taken with @ret (0 or -EOWNERDEAD) for nothing: a death stays reported. */
@@ -581,7 +576,8 @@ int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const 
 	struct keyed_hint *h = hint_slot(key, len, w);
 	struct keytab_entry *e;
 
-	if (h && r && (e = hint_entry(h, r, k, len, w)) && !hinted_lock(r, h, e))
+	if (h && r && (e = hint_entry(h, r, k, len, w)) &&
+	    !take_unchanged(r, e, h->bucket, h->snap, h))
 		return 0;
 	return keyed_lock_full(r, k, key, len, timeout_ns, h, w);
 }

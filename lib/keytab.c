@@ -397,7 +397,7 @@ static int chain_find(const struct keytab_view *v, uint32_t i, const struct keyt
 
 static uint64_t *bucket_of(const struct keytab_view *v, uint32_t hash)
 {
-	return &v->buckets[hash & v->mask];
+	return syncmem__keytab_bucket(v, hash);
 }
 
 int syncmem__keytab_find(const struct keytab_view *v, const struct keytab_key *k,

@@ -96,6 +96,12 @@ void syncmem__keytab_chain_unlock(struct syncmem_region *r, const struct keytab_
  */
 int syncmem__keytab_find_unlocked(const struct keytab_view *v, const struct keytab_key *k,
 				  struct keytab_entry **out, uint64_t *snap);
+/* The bucket word of the chain of @hash. */
+static inline uint64_t *syncmem__keytab_bucket(const struct keytab_view *v, uint32_t hash)
+{
+	return &v->buckets[hash & v->mask];
+}
+
 /* Did the chain of @hash stay as it was at @snap since? */
 bool syncmem__keytab_unchanged(const struct keytab_view *v, uint32_t hash, uint64_t snap);
 

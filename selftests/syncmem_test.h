@@ -283,6 +283,16 @@ static inline int become_nobody(void)
 	return become_user(65534);
 }
 
+/* Install the filter @f of @len instructions (SECCOMP_FILTER_FLAG_* @flags): its result. */
+static inline int seccomp_install(struct sock_filter *f, unsigned short len, unsigned int flags)
+{
+	struct sock_fprog prog = { .len = len, .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+}
+
 /*
  * From now on, @action (SECCOMP_RET_*) for every ioctl of the calling
  * thread: seccomp(2)'s result (a listener fd with
@@ -296,11 +306,8 @@ static inline int seccomp_on_ioctl(unsigned int action, unsigned int flags)
 		BPF_STMT(BPF_RET | BPF_K, action),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+	return seccomp_install(f, sizeof(f) / sizeof(f[0]), flags);
 }
 
 /* Is @fd readable right now? */
@@ -320,11 +327,8 @@ static inline int forbid_syscalls(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ? -1 : 0;
+	return seccomp_install(f, sizeof(f) / sizeof(f[0]), 0) ? -1 : 0;
 }
 
 /* Kill the process with SIGSYS on any ioctl from now on. */
