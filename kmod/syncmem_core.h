@@ -59,6 +59,7 @@ struct syncmem_waiter {
 struct syncmem_sync_waiter {
 	struct syncmem_waiter w;
 	struct task_struct *task;	/* to wake when claimed; NULL while away */
+	bool heir;			/* an owner wait next in line: may spin */
 };
 
 struct syncmem_away;

@@ -39,6 +39,7 @@
 #include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/stat.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
@@ -82,6 +83,9 @@ static unsigned long syncmem_nr_owner_queues;
 
 /* Waiters claimed per hold of a bucket lock. */
 #define SYNCMEM_WAKE_BATCH	16
+
+/* How long the next heir of a lock word may spin before it sleeps. */
+#define SYNCMEM_HEIR_SPIN_NS	(100 * NSEC_PER_USEC)
 
 static struct kmem_cache *syncmem_queue_cache;
 
@@ -230,22 +234,72 @@ static int syncmem_wait_result(int state)
 	}
 }
 
+/*
+ * A waiter that will never take up what it is given: an async waiter whose
+ * handle is closing or whose process has exited, a blocked waiter away from
+ * its wait whose thread is gone. Wakers pass it over.
+ */
+static bool syncmem_waiter_gone(const struct syncmem_waiter *w)
+{
+	if (w->async ? syncmem_async_gone(w) : syncmem_away_gone(w))
+		return true;
+	/* An owner waiter whose owner died: its process is gone or going. */
+	return w->owner && !syncmem_owner_alive(w->owner);
+}
+
+/* Under b->lock: the oldest writable waiter of @q that can take a hand-off. */
+static struct syncmem_waiter *syncmem_first_live(struct syncmem_queue *q)
+{
+	struct syncmem_waiter *w;
+
+	list_for_each_entry(w, &q->waiters, node)
+		if (!syncmem_waiter_gone(w))
+			return w;
+	return NULL;
+}
+
 /* What one hold of a bucket lock claimed, to be woken once it is dropped. */
 struct syncmem_wake {
 	struct task_struct *tasks[SYNCMEM_WAKE_BATCH];
 	unsigned int nr_tasks;
 	unsigned int nr;		/* claimed in this batch */
 	struct list_head async;		/* claimed async waiters */
+	struct task_struct *heir;	/* woken early to spin: next in line */
 };
+
+/*
+ * Under b->lock, as a lock word is handed to a waiter of @q: the waiter
+ * after it is next in line. A blocked one is woken now to spin for the
+ * word (syncmem_heir_spin()), so that its wake-up overlaps the new
+ * holder's section instead of following it.
+ */
+static void syncmem_heir_warn(struct syncmem_queue *q, struct syncmem_wake *wk)
+{
+	struct syncmem_waiter *next = syncmem_first_live(q);
+	struct syncmem_sync_waiter *sw;
+
+	if (wk->heir || !next || next->async || !next->owner)
+		return;
+	sw = container_of(next, struct syncmem_sync_waiter, w);
+	/* Away (no task): not sleeping here. */
+	if (!sw->task || READ_ONCE(sw->heir))
+		return;
+	WRITE_ONCE(sw->heir, true);
+	get_task_struct(sw->task);
+	wk->heir = sw->task;
+}
 
 /* Under b->lock: claim @w for a notify or hand-off (@state). */
 static void syncmem_wake_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 			       int state, struct syncmem_wake *wk)
 {
+	struct syncmem_queue *q = w->q;
 	struct task_struct *task;
 
 	syncmem_waiter_unlink(r, w);
 	wk->nr++;
+	if (w->owner && (state == SYNCMEM_W_HANDED_OFF || state == SYNCMEM_W_OWNER_DIED))
+		syncmem_heir_warn(q, wk);
 	if (w->async) {
 		w->state = state;
 		list_add_tail(&w->node, &wk->async);
@@ -277,6 +331,11 @@ static void syncmem_wake_flush(struct syncmem_wake *wk)
 	}
 	wk->nr_tasks = 0;
 	wk->nr = 0;
+	if (wk->heir) {
+		wake_up_process(wk->heir);
+		put_task_struct(wk->heir);
+		wk->heir = NULL;
+	}
 	list_for_each_entry_safe(w, tmp, &wk->async, node) {
 		list_del(&w->node);
 		syncmem_async_complete_waiter(w, syncmem_wait_result(w->state));
@@ -304,30 +363,6 @@ struct syncmem_wake_op {
 	 */
 	struct syncmem_waiter *target;
 };
-
-/*
- * A waiter that will never take up what it is given: an async waiter whose
- * handle is closing or whose process has exited, a blocked waiter away from
- * its wait whose thread is gone. Wakers pass it over.
- */
-static bool syncmem_waiter_gone(const struct syncmem_waiter *w)
-{
-	if (w->async ? syncmem_async_gone(w) : syncmem_away_gone(w))
-		return true;
-	/* An owner waiter whose owner died: its process is gone or going. */
-	return w->owner && !syncmem_owner_alive(w->owner);
-}
-
-/* Under b->lock: the oldest writable waiter of @q that can take a hand-off. */
-static struct syncmem_waiter *syncmem_first_live(struct syncmem_queue *q)
-{
-	struct syncmem_waiter *w;
-
-	list_for_each_entry(w, &q->waiters, node)
-		if (!syncmem_waiter_gone(w))
-			return w;
-	return NULL;
-}
 
 /*
  * Under b->lock, before claiming @w for a HANDOFF: note what it would have
@@ -561,12 +596,35 @@ bool syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 }
 
 /*
+ * A lock waiter with nobody ahead of it is the next to be handed the word,
+ * and its holder is often about to unlock: sooner than a sleep and a
+ * wake-up would take. It watches its state for a short while first, but
+ * only while nothing else wants this CPU (that may be the holder), no
+ * signal is pending and the deadline is not reached. The loop in
+ * syncmem_waiter_sleep() looks at the state again, so a claim that comes
+ * as the spin ends is never missed.
+ */
+static void syncmem_heir_spin(const struct syncmem_waiter *w, u64 deadline)
+{
+	u64 end = min_t(u64, ktime_get_ns() + SYNCMEM_HEIR_SPIN_NS, deadline);
+
+	/* Pairs with smp_store_release() in syncmem_wake_claim(). */
+	while (smp_load_acquire(&w->state) == SYNCMEM_W_QUEUED) {
+		if (need_resched() || !single_task_running() || signal_pending(current) ||
+		    ktime_get_ns() >= end)
+			return;
+		cpu_relax();
+	}
+}
+
+/*
  * Sleep until claimed, the deadline passes or a signal arrives. Returns the
  * wait's result, or -ERESTARTNOINTR with @w still queued: a signal came.
  */
 static long syncmem_waiter_sleep(struct syncmem_region *r,
-				 struct syncmem_waiter *w, u64 deadline)
+				 struct syncmem_sync_waiter *sw, u64 deadline)
 {
+	struct syncmem_waiter *w = &sw->w;
 	struct hrtimer_sleeper timer;
 	bool timed = deadline != SYNCMEM_NO_DEADLINE;
 	bool expired = false;
@@ -582,6 +640,10 @@ static long syncmem_waiter_sleep(struct syncmem_region *r,
 	}
 
 	for (;;) {
+		if (READ_ONCE(sw->heir)) {
+			syncmem_heir_spin(&sw->w, deadline);
+			WRITE_ONCE(sw->heir, false);
+		}
 		set_current_state(TASK_INTERRUPTIBLE);
 		/* Pairs with smp_store_release() in syncmem_wake_claim(). */
 		state = smp_load_acquire(&w->state);
@@ -875,6 +937,10 @@ static void syncmem_waiter_link(struct syncmem_region *r, struct syncmem_bucket 
 		q->idle = false;
 		atomic_dec(&r->nr_idle_queues);
 	}
+	/* Next in line for the word: it spins before sleeping. */
+	if (!w->async)
+		container_of(w, struct syncmem_sync_waiter, w)->heir =
+			w->owner && !w->observer && list_empty(&q->waiters);
 	list_add_tail(&w->node, w->observer ? &q->observers : &q->waiters);
 	atomic_inc(&r->nr_waiters);
 	atomic_long_inc(&r->ns->usage.waiters);
@@ -1033,7 +1099,7 @@ static long syncmem_wait(struct syncmem_region *r, bool observer,
 		ret = syncmem_wait_enqueue(r, arg, &sw->w, NULL);
 	}
 	if (ret == SYNCMEM_WAIT_QUEUED) {
-		ret = syncmem_waiter_sleep(r, &sw->w, arg->deadline_ns);
+		ret = syncmem_waiter_sleep(r, sw, arg->deadline_ns);
 		if (ret == -ERESTARTNOINTR) {
 			ret = syncmem_wait_signalled(r, arg, call, &sw, &parked);
 			if (parked)

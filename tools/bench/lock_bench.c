@@ -2,10 +2,12 @@
 /*
  * lock: syncmem_lock against a process-shared pthread mutex, in the same run:
  *  - contended lock+unlock throughput with 2 and 4 processes on one lock
- *    (default and fair mode), medians of alternating rounds;
+ *    (default and fair mode, and fair against default), medians of
+ *    alternating rounds;
  *  - hand-over latency: from an unlock to the moment the waiter that gets
  *    the lock runs, for a blocking waiter and for an async one (its callback
- *    from the io_uring loop), against a pthread waiter.
+ *    from the io_uring loop), against a pthread waiter, and the async
+ *    waiter against the blocking one.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -203,6 +205,7 @@ int main(void)
 		bench_report(what, "ops/s", sm, "adaptive", bench_median(ad, ROUNDS), 1);
 		snprintf(what, sizeof(what), "fair lock contended, %d processes", procs);
 		bench_report(what, "ops/s", bench_median(f, ROUNDS), "pthread", pm, 1);
+		bench_report(what, "ops/s", bench_median(f, ROUNDS), "default", sm, 1);
 	}
 	{
 		double pt, sy, as;
@@ -215,6 +218,7 @@ int main(void)
 		as = handover(sh, SYNCMEM_ASYNC);
 		bench_report("lock hand-over, blocking waiter", "ns", sy, "pthread", pt, 0);
 		bench_report("lock hand-over, async waiter", "ns", as, "pthread", pt, 0);
+		bench_report("lock hand-over, async waiter", "ns", as, "blocking", sy, 0);
 	}
 	syncmem_close(region);
 	return 0;
