@@ -5,6 +5,8 @@
 #   make check       everything above, then every test (host, stock VM, debug VM,
 #                    PREEMPT_RT VM)
 #   make demo        the demo in the VM
+#   make install     library, headers, syncmem.pc, syncmemctl, udev rule
+#                    (PREFIX, DESTDIR, LIBDIR...: see install.mk); uninstall
 #   make checkpatch  checkpatch.pl --strict over kmod/ and the uapi header
 #   make sparse      the module under sparse (C=1)
 #   make bench       the benchmarks in the VM
@@ -48,7 +50,7 @@ PROG_LDFLAGS := -static -pthread
 
 LIB_SRCS := $(sort $(wildcard lib/*.c))
 LIB_OBJS := $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
-LIB_HDRS := include/syncmem.h include/uapi/linux/syncmem.h $(wildcard lib/*.h)
+LIB_HDRS := include/syncmem.h include/syncmem_version.h include/uapi/linux/syncmem.h $(wildcard lib/*.h)
 SONAME := libsyncmem.so.1
 
 SELFTEST_SRCS := $(sort $(wildcard selftests/*_test.c))
@@ -62,10 +64,10 @@ TOOL_SRCS := $(sort $(filter-out tools/bench/lock_instructions.c, \
 TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
 REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tools/fuzz/repro/*.c))
 
-KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h
+KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h include/syncmem_version.h
 
 .PHONY: all deps kmod kmod-debug kmod-rt lib selftests hosttests tools check check-host torture \
-	check-static check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
+	check-static check-install check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
 all: kmod lib selftests hosttests tools
 
@@ -194,6 +196,8 @@ $(BUILD)/bench/lock_instructions: tools/bench/lock_instructions.c lib/libsyncmem
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Ilib -o $@ $< lib/libsyncmem.a -pthread -luring
 
+include install.mk
+
 # ---- tests ------------------------------------------------------------------
 # Each step appends its TAP to build/check/*.tap; tools/tap-summary prints the
 # closing "N passed, N failed" line and fails on any failure.
@@ -204,6 +208,7 @@ check:
 	@status=0; \
 	$(MAKE) --no-print-directory check-static || status=1; \
 	$(MAKE) --no-print-directory check-host || status=1; \
+	$(MAKE) --no-print-directory check-install || status=1; \
 	$(MAKE) --no-print-directory check-runner || status=1; \
 	$(MAKE) --no-print-directory check-stock || status=1; \
 	$(MAKE) --no-print-directory check-debug || status=1; \
@@ -219,6 +224,12 @@ check-host: hosttests lib
 		$$t || echo "not ok - $$t exited $$?"; \
 		done; $(ROOT)/tools/check-symbols lib/$(SONAME) include/syncmem.h; } 2>&1 | \
 		tee $(BUILD)/check/host.tap
+
+# make install into a scratch DESTDIR, a program built there with pkg-config only.
+check-install: lib $(BUILD)/tools/syncmemctl
+	@mkdir -p $(BUILD)/check
+	@echo "== install"
+	@set -o pipefail; $(ROOT)/tests/install/install_test $(BUILD) | tee $(BUILD)/check/install.tap
 
 # checkpatch, sparse and a W=1 build of the module, as TAP lines.
 check-static: $(LINUX_FILES)/.stamp

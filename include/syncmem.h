@@ -29,6 +29,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "syncmem_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -775,6 +777,13 @@ uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive */
 
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);
+
+/*
+ * The version of the library the program runs with, "MAJOR.MINOR.PATCH"
+ * (SYNCMEM_VERSION is that of the headers it was built with; the shared
+ * library may be newer).
+ */
+const char *syncmem_version(void);
 
 #pragma GCC visibility pop
 

@@ -13,6 +13,7 @@
 
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
+#include "syncmem_version.h"
 
 static int syncmem_dev_open(struct inode *inode, struct file *file)
 {
@@ -293,3 +294,4 @@ module_exit(syncmem_exit);
 MODULE_DESCRIPTION("Shared memory regions and cross-process wait queues");
 MODULE_AUTHOR("The syncmem developers");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(SYNCMEM_VERSION);

@@ -51,13 +51,30 @@ static int dev_ioctl(unsigned long req, void *arg)
 	return err;
 }
 
+/* The loaded module's version as modinfo gives it, or "unknown". */
+static const char *module_version(char *buf, size_t size)
+{
+	FILE *f = fopen("/sys/module/syncmem/version", "r");
+	bool ok = f && fgets(buf, (int)size, f);
+
+	if (f)
+		fclose(f);
+	if (!ok)
+		return "unknown";
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
 static int cmd_version(void)
 {
+	char mod[64];
 	struct syncmem_version v;
 	int err = dev_ioctl(SYNCMEM_IOC_VERSION, &v);
 
 	if (err)
 		return fail("version", err);
+	printf("library          %s (tool built with %s)\n", syncmem_version(), SYNCMEM_VERSION);
+	printf("module           %s\n", module_version(mod, sizeof(mod)));
 	printf("abi_version      %u%s\n", v.abi_version,
 	       v.abi_version == SYNCMEM_ABI_VERSION ? "" : " (this tool speaks another)");
 	printf("features         0x%llx\n", (unsigned long long)v.features);

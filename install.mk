@@ -1,0 +1,53 @@
+# make install / make uninstall: the library (shared, with its SONAME and
+# symbol versions, and static), headers, syncmem.pc, syncmemctl, man pages,
+# the udev rule and the modules-load.d entry. The module itself is built
+# and installed by DKMS (make dkms).
+#
+#   make install PREFIX=/usr/local DESTDIR= LIBDIR=$(PREFIX)/lib ...
+
+VERSION := $(shell sed -n 's/^\#define SYNCMEM_VERSION_\(MAJOR\|MINOR\|PATCH\)[[:space:]]*\([0-9]*\)$$/\2/p' \
+	include/syncmem_version.h | paste -sd.)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# udev and modules-load.d read /usr/lib/... for packages, /etc/... for the
+# administrator's own installs.
+ifeq ($(PREFIX),/usr)
+UDEVRULESDIR ?= /usr/lib/udev/rules.d
+MODULESLOADDIR ?= /usr/lib/modules-load.d
+else
+UDEVRULESDIR ?= /etc/udev/rules.d
+MODULESLOADDIR ?= /etc/modules-load.d
+endif
+
+INSTALL_FILES := \
+	$(LIBDIR)/libsyncmem.so.$(VERSION) $(LIBDIR)/$(SONAME) $(LIBDIR)/libsyncmem.so \
+	$(LIBDIR)/libsyncmem.a $(INCLUDEDIR)/syncmem.h $(INCLUDEDIR)/syncmem_version.h \
+	$(INCLUDEDIR)/linux/syncmem.h $(PKGCONFIGDIR)/syncmem.pc $(BINDIR)/syncmemctl \
+	$(UDEVRULESDIR)/60-syncmem.rules $(MODULESLOADDIR)/syncmem.conf
+
+.PHONY: install uninstall
+install: lib $(BUILD)/tools/syncmemctl
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(BINDIR) $(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(MODULESLOADDIR)
+	install -m 755 lib/$(SONAME) $(DESTDIR)$(LIBDIR)/libsyncmem.so.$(VERSION)
+	ln -sf libsyncmem.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsyncmem.so
+	install -m 644 lib/libsyncmem.a $(DESTDIR)$(LIBDIR)/
+	install -m 644 include/syncmem.h include/syncmem_version.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/uapi/linux/syncmem.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' tools/install/syncmem.pc.in \
+		>$(DESTDIR)$(PKGCONFIGDIR)/syncmem.pc
+	install -m 755 $(BUILD)/tools/syncmemctl $(DESTDIR)$(BINDIR)/
+	install -m 644 tools/install/60-syncmem.rules $(DESTDIR)$(UDEVRULESDIR)/
+	install -m 644 tools/install/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/syncmem.conf
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+	@echo "installed syncmem $(VERSION) under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALL_FILES))
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
