@@ -14,9 +14,11 @@
 #                    (FUZZ_OPS ioctls, default 1000000; FUZZ_SEED), then the
 #                    library fuzzer on the host (FUZZ_LIB_SECONDS per phase)
 #
-# KDIR selects the kernel tree for kmod/syncmem.ko (default: the running
-# kernel's build tree when it is the Debian 6.1 kernel the VM boots, else the
-# installed Debian linux-headers-6.1*-amd64, not the -rt-amd64 ones).
+# KDIR selects the kernel tree for kmod/syncmem.ko, the module for this
+# machine: by default the running kernel's build tree when its headers are
+# installed, else the installed Debian linux-headers-6.1*-amd64 (the build
+# says which kernel it built for). The VM always boots Debian's 6.1 kernels
+# and gets modules built for them in build/kmod-stock, -debug and -rt.
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
@@ -26,13 +28,8 @@ LINUX_FILES := $(BUILD)/linux-files
 # [0-9]-amd64: the stock headers, not linux-headers-6.1*-rt-amd64.
 STOCK_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*[0-9]-amd64)))
 RT_HEADERS := $(lastword $(sort $(wildcard /usr/src/linux-headers-6.1*-rt-amd64)))
-STOCK_VERSION := $(patsubst linux-headers-%,%,$(notdir $(STOCK_HEADERS)))
 RUNNING_BUILD := /lib/modules/$(shell uname -r)/build
-ifeq ($(shell uname -r),$(STOCK_VERSION))
 KDIR ?= $(if $(wildcard $(RUNNING_BUILD)/Makefile),$(RUNNING_BUILD),$(STOCK_HEADERS))
-else
-KDIR ?= $(STOCK_HEADERS)
-endif
 
 CC := gcc
 CSTD := -std=c11
@@ -66,10 +63,10 @@ REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tool
 
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h include/syncmem_version.h
 
-.PHONY: all deps kmod kmod-debug kmod-rt lib selftests hosttests tools check check-host torture \
+.PHONY: all deps kmod kmod-stock kmod-debug kmod-rt lib selftests hosttests tools check check-host torture \
 	check-static check-install check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
-all: kmod lib selftests hosttests tools
+all: kmod kmod-stock lib selftests hosttests tools
 
 deps:
 	@$(ROOT)/tools/deps
@@ -81,8 +78,20 @@ $(LINUX_FILES)/.stamp:
 # ---- kernel module --------------------------------------------------------
 kmod: kmod/syncmem.ko
 kmod/syncmem.ko: $(KMOD_SRCS)
-	@test -n "$(KDIR)" || { echo "no kernel headers: run 'make deps'"; exit 1; }
+	@test -n "$(KDIR)" || { echo "no kernel headers: install linux-headers-$$(uname -r), or run 'make deps'"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(ROOT)/kmod SYNCMEM_ROOT=$(ROOT) W=1 modules
+	@echo "kmod/syncmem.ko: built for kernel $$(modinfo -F vermagic $@ | cut -d' ' -f1) ($(KDIR))$$( \
+		[ "$$(modinfo -F vermagic $@ | cut -d' ' -f1)" = "$$(uname -r)" ] || \
+		echo "; this machine runs $$(uname -r): set KDIR to build for it")"
+
+# The same sources built against Debian's 6.1 headers, for the VM's stock kernel.
+kmod-stock: $(BUILD)/kmod-stock/syncmem.ko
+$(BUILD)/kmod-stock/syncmem.ko: $(KMOD_SRCS)
+	@test -n "$(STOCK_HEADERS)" || { echo "no linux-headers-6.1*-amd64: run 'make deps'"; exit 1; }
+	@mkdir -p $(BUILD)/kmod-stock && \
+	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
+		ln -sf $$f $(BUILD)/kmod-stock/; done
+	$(MAKE) -C $(STOCK_HEADERS) M=$(BUILD)/kmod-stock SYNCMEM_ROOT=$(ROOT) W=1 modules
 
 # The same sources built against the debug kernel tree, in build/kmod-debug.
 kmod-debug: $(BUILD)/kmod-debug/syncmem.ko
