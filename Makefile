@@ -7,6 +7,8 @@
 #   make demo        the demo in the VM
 #   make install     library, headers, syncmem.pc, syncmemctl, udev rule
 #                    (PREFIX, DESTDIR, LIBDIR...: see install.mk); uninstall
+#   make dkms        the module's sources in /usr/src, built and installed by
+#                    DKMS for the running kernel and every later one
 #   make checkpatch  checkpatch.pl --strict over kmod/ and the uapi header
 #   make sparse      the module under sparse (C=1)
 #   make bench       the benchmarks in the VM
@@ -64,7 +66,7 @@ REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tool
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h include/syncmem_version.h
 
 .PHONY: all deps kmod kmod-stock kmod-debug kmod-rt lib selftests hosttests tools check check-host torture \
-	check-static check-install check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
+	check-static check-install check-dkms check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
 all: kmod kmod-stock lib selftests hosttests tools
 
@@ -218,6 +220,7 @@ check:
 	$(MAKE) --no-print-directory check-static || status=1; \
 	$(MAKE) --no-print-directory check-host || status=1; \
 	$(MAKE) --no-print-directory check-install || status=1; \
+	$(MAKE) --no-print-directory check-dkms || status=1; \
 	$(MAKE) --no-print-directory check-runner || status=1; \
 	$(MAKE) --no-print-directory check-stock || status=1; \
 	$(MAKE) --no-print-directory check-debug || status=1; \
@@ -239,6 +242,13 @@ check-install: lib $(BUILD)/tools/syncmemctl
 	@mkdir -p $(BUILD)/check
 	@echo "== install"
 	@set -o pipefail; $(ROOT)/tests/install/install_test $(BUILD) | tee $(BUILD)/check/install.tap
+
+# The DKMS sources built by dkms for Debian's 6.1 kernel, loaded in the VM.
+check-dkms: all
+	@mkdir -p $(BUILD)/check
+	@echo "== dkms"
+	@set -o pipefail; $(ROOT)/tests/install/dkms_test $(BUILD) $(STOCK_HEADERS) | \
+		tee $(BUILD)/check/dkms.tap
 
 # checkpatch, sparse and a W=1 build of the module, as TAP lines.
 check-static: $(LINUX_FILES)/.stamp

@@ -51,3 +51,27 @@ install: lib $(BUILD)/tools/syncmemctl
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALL_FILES))
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+# DKMS: the module's sources and dkms.conf under $(DKMS_SRC) (default
+# /usr/src/syncmem-VERSION, where dkms looks for them); make dkms then adds,
+# builds and installs it for the running kernel, and DKMS rebuilds it for
+# each kernel installed later.
+DKMS_SRC ?= /usr/src/syncmem-$(VERSION)
+.PHONY: dkms-source dkms dkms-remove
+dkms-source:
+	rm -rf $(DESTDIR)$(DKMS_SRC)
+	install -d $(DESTDIR)$(DKMS_SRC)/kmod $(DESTDIR)$(DKMS_SRC)/include/uapi/linux
+	install -m 644 $(filter-out %.mod.c,$(wildcard kmod/*.c)) kmod/*.h kmod/Kbuild \
+		$(DESTDIR)$(DKMS_SRC)/kmod/
+	install -m 644 include/syncmem_version.h $(DESTDIR)$(DKMS_SRC)/include/
+	install -m 644 include/uapi/linux/syncmem.h $(DESTDIR)$(DKMS_SRC)/include/uapi/linux/
+	sed 's|@VERSION@|$(VERSION)|' tools/install/dkms.conf.in >$(DESTDIR)$(DKMS_SRC)/dkms.conf
+
+dkms: dkms-source
+	dkms add -m syncmem -v $(VERSION)
+	dkms build -m syncmem -v $(VERSION)
+	dkms install -m syncmem -v $(VERSION)
+
+dkms-remove:
+	dkms remove -m syncmem -v $(VERSION) --all
+	rm -rf $(DKMS_SRC)
