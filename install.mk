@@ -29,8 +29,16 @@ INSTALL_FILES := \
 	$(INCLUDEDIR)/linux/syncmem.h $(PKGCONFIGDIR)/syncmem.pc $(BINDIR)/syncmemctl \
 	$(UDEVRULESDIR)/60-syncmem.rules $(MODULESLOADDIR)/syncmem.conf
 
-.PHONY: install uninstall
-install: lib $(BUILD)/tools/syncmemctl
+# Man pages, generated from include/syncmem.h and the guides (tools/man/mkman).
+MAN_SRCS := include/syncmem.h $(wildcard Documentation/syncmem/*.rst) tools/man/mkman
+$(BUILD)/man/.stamp: $(MAN_SRCS) include/syncmem_version.h
+	rm -rf $(BUILD)/man
+	tools/man/mkman $(BUILD)/man $(VERSION)
+	touch $@
+man: $(BUILD)/man/.stamp
+
+.PHONY: install uninstall man
+install: lib $(BUILD)/tools/syncmemctl $(BUILD)/man/.stamp
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(BINDIR) $(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(MODULESLOADDIR)
 	install -m 755 lib/$(SONAME) $(DESTDIR)$(LIBDIR)/libsyncmem.so.$(VERSION)
@@ -45,11 +53,15 @@ install: lib $(BUILD)/tools/syncmemctl
 	install -m 755 $(BUILD)/tools/syncmemctl $(DESTDIR)$(BINDIR)/
 	install -m 644 tools/install/60-syncmem.rules $(DESTDIR)$(UDEVRULESDIR)/
 	install -m 644 tools/install/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/syncmem.conf
+	for d in man3 man4 man7 man8; do \
+		install -d $(DESTDIR)$(MANDIR)/$$d && \
+		install -m 644 $(BUILD)/man/$$d/* $(DESTDIR)$(MANDIR)/$$d/ || exit 1; done
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 	@echo "installed syncmem $(VERSION) under $(DESTDIR)$(PREFIX)"
 
-uninstall:
+uninstall: $(BUILD)/man/.stamp
 	rm -f $(addprefix $(DESTDIR),$(INSTALL_FILES))
+	for f in $(BUILD)/man/man*/*; do rm -f $(DESTDIR)$(MANDIR)/$${f#$(BUILD)/man/}; done
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 # DKMS: the module's sources and dkms.conf under $(DKMS_SRC) (default

@@ -775,6 +775,8 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    void *cb_arg);
 uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive */
 
+/* ---- Errors and version ------------------------------------------------- */
+
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */
 const char *syncmem_strerror(int err);
 
