@@ -9,6 +9,8 @@
 #                    (PREFIX, DESTDIR, LIBDIR...: see install.mk); uninstall
 #   make dkms        the module's sources in /usr/src, built and installed by
 #                    DKMS for the running kernel and every later one
+#   make deb         Debian packages in build/deb (libsyncmem1, libsyncmem-dev,
+#                    syncmem-tools, syncmem-dkms)
 #   make checkpatch  checkpatch.pl --strict over kmod/ and the uapi header
 #   make sparse      the module under sparse (C=1)
 #   make bench       the benchmarks in the VM
@@ -65,8 +67,8 @@ REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tool
 
 KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h include/syncmem_version.h
 
-.PHONY: all deps kmod kmod-stock kmod-debug kmod-rt lib selftests hosttests tools check check-host torture \
-	check-static check-install check-dkms check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
+.PHONY: all deps kmod kmod-stock kmod-debug kmod-rt kmod-6.12 check-6.12 lib selftests hosttests tools check check-host torture \
+	check-static check-install check-deb check-dkms check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
 all: kmod kmod-stock lib selftests hosttests tools
 
@@ -97,8 +99,8 @@ $(BUILD)/kmod-stock/syncmem.ko: $(KMOD_SRCS)
 
 # The same sources built against the debug kernel tree, in build/kmod-debug.
 kmod-debug: $(BUILD)/kmod-debug/syncmem.ko
-$(BUILD)/kmod-debug/syncmem.ko: $(KMOD_SRCS) tools/vm/debug.config
-	@tree=$$($(ROOT)/tools/vm/build-debug-kernel) && \
+$(BUILD)/kmod-debug/syncmem.ko: $(KMOD_SRCS) tools/vm/base.config tools/vm/debug.config
+	@tree=$$($(ROOT)/tools/vm/build-kernel debug) && \
 	mkdir -p $(BUILD)/kmod-debug && \
 	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
 		ln -sf $$f $(BUILD)/kmod-debug/; done && \
@@ -112,6 +114,15 @@ $(BUILD)/kmod-rt/syncmem.ko: $(KMOD_SRCS)
 	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
 		ln -sf $$f $(BUILD)/kmod-rt/; done
 	$(MAKE) -C $(RT_HEADERS) M=$(BUILD)/kmod-rt SYNCMEM_ROOT=$(ROOT) W=1 modules
+
+# The same sources built against the 6.12 kernel tree (tools/vm/build-kernel 6.12).
+kmod-6.12: $(BUILD)/kmod-6.12/syncmem.ko
+$(BUILD)/kmod-6.12/syncmem.ko: $(KMOD_SRCS) tools/vm/base.config tools/vm/6.12.config
+	@tree=$$($(ROOT)/tools/vm/build-kernel 6.12) && \
+	mkdir -p $(BUILD)/kmod-6.12 && \
+	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
+		ln -sf $$f $(BUILD)/kmod-6.12/; done && \
+	$(MAKE) -C $$tree M=$(BUILD)/kmod-6.12 SYNCMEM_ROOT=$(ROOT) W=1 modules
 
 # ---- library ----------------------------------------------------------------
 lib: lib/libsyncmem.a lib/libsyncmem.so
@@ -214,17 +225,19 @@ include install.mk
 # closing "N passed, N failed" line and fails on any failure.
 check:
 	@$(ROOT)/tools/deps
-	@$(MAKE) --no-print-directory all kmod-debug kmod-rt
+	@$(MAKE) --no-print-directory all kmod-debug kmod-rt kmod-6.12
 	@rm -rf $(BUILD)/check && mkdir -p $(BUILD)/check
 	@status=0; \
 	$(MAKE) --no-print-directory check-static || status=1; \
 	$(MAKE) --no-print-directory check-host || status=1; \
 	$(MAKE) --no-print-directory check-install || status=1; \
 	$(MAKE) --no-print-directory check-dkms || status=1; \
+	$(MAKE) --no-print-directory check-deb || status=1; \
 	$(MAKE) --no-print-directory check-runner || status=1; \
 	$(MAKE) --no-print-directory check-stock || status=1; \
 	$(MAKE) --no-print-directory check-debug || status=1; \
 	$(MAKE) --no-print-directory check-rt || status=1; \
+	$(MAKE) --no-print-directory check-6.12 || status=1; \
 	$(MAKE) --no-print-directory check-fuzz || status=1; \
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
@@ -242,6 +255,12 @@ check-install: all
 	@mkdir -p $(BUILD)/check
 	@echo "== install"
 	@set -o pipefail; $(ROOT)/tests/install/install_test $(BUILD) | tee $(BUILD)/check/install.tap
+
+# The Debian packages: built with dpkg-buildpackage, their contents checked.
+check-deb:
+	@mkdir -p $(BUILD)/check
+	@echo "== Debian packages"
+	@set -o pipefail; $(ROOT)/tests/install/deb_test $(BUILD) | tee $(BUILD)/check/deb.tap
 
 # The DKMS sources built by dkms for Debian's 6.1 kernel, loaded in the VM.
 check-dkms: all
@@ -295,6 +314,13 @@ check-rt: all kmod-rt
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-rt $(ROOT)/tools/vm/run --kernel rt \
 		--timeout 900 -- selftests/run-all 2>&1 | tee $(BUILD)/check/rt.tap; \
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - PREEMPT_RT VM run exited $$rc" >>$(BUILD)/check/rt.tap; exit $$rc
+
+check-6.12: all kmod-6.12
+	@mkdir -p $(BUILD)/check
+	@echo "== kselftests on the 6.12 kernel"
+	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-6.12 $(ROOT)/tools/vm/run --kernel 6.12 \
+		--timeout 900 -- selftests/run-all 2>&1 | tee $(BUILD)/check/6.12.tap; \
+		rc=$$?; [ $$rc = 0 ] || echo "not ok - 6.12 VM run exited $$rc" >>$(BUILD)/check/6.12.tap; exit $$rc
 
 # A short fixed-seed pass of both fuzzers (tools/fuzz/check).
 check-fuzz: all kmod-debug

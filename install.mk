@@ -37,8 +37,15 @@ $(BUILD)/man/.stamp: $(MAN_SRCS) include/syncmem_version.h
 	touch $@
 man: $(BUILD)/man/.stamp
 
+# The installed syncmemctl uses the installed shared library (the one in
+# build/tools is static, for the busybox guest).
+$(BUILD)/installed/syncmemctl: tools/syncmemctl/syncmemctl.c lib/$(SONAME) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CPPFLAGS_ALL) $(LDFLAGS) -o $@ $< \
+		lib/$(SONAME)
+
 .PHONY: install uninstall man
-install: lib $(BUILD)/tools/syncmemctl $(BUILD)/man/.stamp
+install: lib $(BUILD)/installed/syncmemctl $(BUILD)/man/.stamp
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(BINDIR) $(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(MODULESLOADDIR)
 	install -m 755 lib/$(SONAME) $(DESTDIR)$(LIBDIR)/libsyncmem.so.$(VERSION)
@@ -50,7 +57,7 @@ install: lib $(BUILD)/tools/syncmemctl $(BUILD)/man/.stamp
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 		-e 's|@VERSION@|$(VERSION)|' tools/install/syncmem.pc.in \
 		>$(DESTDIR)$(PKGCONFIGDIR)/syncmem.pc
-	install -m 755 $(BUILD)/tools/syncmemctl $(DESTDIR)$(BINDIR)/
+	install -m 755 $(BUILD)/installed/syncmemctl $(DESTDIR)$(BINDIR)/
 	install -m 644 tools/install/60-syncmem.rules $(DESTDIR)$(UDEVRULESDIR)/
 	install -m 644 tools/install/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/syncmem.conf
 	for d in man3 man4 man7 man8; do \
@@ -87,3 +94,17 @@ dkms: dkms-source
 dkms-remove:
 	dkms remove -m syncmem -v $(VERSION) --all
 	rm -rf $(DKMS_SRC)
+
+# Debian packages (debian/): libsyncmem1, libsyncmem-dev, syncmem-tools and
+# syncmem-dkms, built with dpkg-buildpackage from a copy of the tree in
+# build/deb (the working tree stays clean); the .debs land in build/deb.
+DEB_DIR := $(BUILD)/deb
+.PHONY: deb
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/syncmem-$(VERSION)
+	tar -c --exclude=./build --exclude=./.git --exclude='*.o' --exclude='*.ko' \
+		--exclude=./lib/libsyncmem.a --exclude='./lib/libsyncmem.so*' . | \
+		tar -x -C $(DEB_DIR)/syncmem-$(VERSION)
+	cd $(DEB_DIR)/syncmem-$(VERSION) && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
+		{ tail -40 $(DEB_DIR)/build.log; exit 1; }
+	@ls $(DEB_DIR)/*.deb
