@@ -275,10 +275,13 @@ struct syncmem_wake {
  */
 static void syncmem_heir_warn(struct syncmem_queue *q, struct syncmem_wake *wk)
 {
-	struct syncmem_waiter *next = syncmem_first_live(q);
+	struct syncmem_waiter *next;
 	struct syncmem_sync_waiter *sw;
 
-	if (wk->heir || !next || next->async || !next->owner)
+	if (wk->heir)
+		return;
+	next = syncmem_first_live(q);
+	if (!next || next->async || !next->owner)
 		return;
 	sw = container_of(next, struct syncmem_sync_waiter, w);
 	/* Away (no task): not sleeping here. */
@@ -298,8 +301,6 @@ static void syncmem_wake_claim(struct syncmem_region *r, struct syncmem_waiter *
 
 	syncmem_waiter_unlink(r, w);
 	wk->nr++;
-	if (w->owner && (state == SYNCMEM_W_HANDED_OFF || state == SYNCMEM_W_OWNER_DIED))
-		syncmem_heir_warn(q, wk);
 	if (w->async) {
 		w->state = state;
 		list_add_tail(&w->node, &wk->async);
@@ -310,6 +311,14 @@ static void syncmem_wake_claim(struct syncmem_region *r, struct syncmem_waiter *
 	if (task) {
 		get_task_struct(task);
 		wk->tasks[wk->nr_tasks++] = task;
+		/*
+		 * A blocked waiter handed the word runs its section soon: the
+		 * next in line may get ready. Not for one away, or async: it
+		 * takes the word up much later.
+		 */
+		if (w->owner && (state == SYNCMEM_W_HANDED_OFF ||
+				 state == SYNCMEM_W_OWNER_DIED))
+			syncmem_heir_warn(q, wk);
 	}
 	/*
 	 * The last access to *w: once the sleeper sees the new state it
