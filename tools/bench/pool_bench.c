@@ -3,7 +3,8 @@
  * pool: alloc+free pairs per second of the lock-free block pool, against
  * glibc malloc/free of the same size and against a free list behind a
  * process-shared pthread mutex, single-threaded and contended (2 threads,
- * 2 processes), in the same run.
+ * 2 processes), and blocks allocated in one process and freed in another,
+ * in the same run.
  *
  *   pool_bench                 throughput table
  *   pool_bench pairs KIND N    N pairs of KIND (pool, malloc, mutex) inside
@@ -12,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -164,6 +166,92 @@ static double two_processes(const struct target *t)
 	return total;
 }
 
+/*
+ * One process allocates and another frees: the producer hands each block's
+ * index to the consumer through a single-producer single-consumer ring in
+ * shared memory (the same ring for both targets), the consumer frees it.
+ * Blocks per second that went through, over SECONDS.
+ */
+#define RING 256
+struct handover {
+	_Atomic uint32_t head, tail;	/* consumer's, producer's count */
+	_Atomic int stop;
+	uint32_t ring[RING];
+};
+
+static uint32_t take_block(const struct target *t)
+{
+	if (t->kind == POOL)
+		return syncmem_pool_alloc(t->pool);
+	return mutex_alloc(t->list);
+}
+
+static void give_block(const struct target *t, uint32_t b)
+{
+	if (t->kind == POOL)
+		syncmem_pool_free(t->pool, b);
+	else
+		mutex_free(t->list, b);
+}
+
+static double across_processes(const struct target *t)
+{
+	struct handover *h = mmap(NULL, sizeof(*h) + sizeof(double), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double *rate = (double *)(h + 1), total;
+	pid_t pid[2];
+
+	pid[0] = fork();
+	if (pid[0] == 0) {		/* producer */
+		while (!atomic_load_explicit(&h->stop, memory_order_relaxed)) {
+			uint32_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
+			uint32_t b;
+
+			if (tail - atomic_load_explicit(&h->head, memory_order_acquire) == RING)
+				continue;	/* ring full */
+			b = take_block(t);
+			if (!b)
+				continue;	/* every block is in the ring */
+			h->ring[tail % RING] = b;
+			/* Release: the index is written before it is published. */
+			atomic_store_explicit(&h->tail, tail + 1, memory_order_release);
+		}
+		_exit(0);
+	}
+	pid[1] = fork();
+	if (pid[1] == 0) {		/* consumer */
+		double t0 = bench_now(), t1;
+		long n = 0;
+
+		do {
+			for (int k = 0; k < 4096; k++) {
+				uint32_t head = atomic_load_explicit(&h->head, memory_order_relaxed);
+
+				while (atomic_load_explicit(&h->tail, memory_order_acquire) == head)
+					;
+				give_block(t, h->ring[head % RING]);
+				/* Release: the slot was read before it is reused. */
+				atomic_store_explicit(&h->head, head + 1, memory_order_release);
+			}
+			n += 4096;
+			t1 = bench_now();
+		} while (t1 - t0 < SECONDS);
+		*rate = n / (t1 - t0);
+		atomic_store(&h->stop, 1);
+		_exit(0);
+	}
+	waitpid(pid[1], NULL, 0);
+	waitpid(pid[0], NULL, 0);
+	/* Give back what the ring still holds, for the next run. */
+	while (atomic_load(&h->head) != atomic_load(&h->tail)) {
+		give_block(t, h->ring[atomic_load(&h->head) % RING]);
+		atomic_fetch_add(&h->head, 1);
+	}
+	total = *rate;
+	munmap(h, sizeof(*h) + sizeof(double));
+	return total;
+}
+
 static struct syncmem_pool *pool_new(void)
 {
 	size_t len = syncmem_pool_footprint(BLOCK, NBLOCKS);
@@ -201,5 +289,7 @@ int main(int argc, char **argv)
 		     two_threads(&mtx), 1);
 	bench_report("pool pairs, 2 processes", "per s", two_processes(&pool), "mutex",
 		     two_processes(&mtx), 1);
+	bench_report("alloc in one process, free in another", "per s", across_processes(&pool),
+		     "mutex", across_processes(&mtx), 1);
 	return 0;
 }
