@@ -316,8 +316,17 @@ check-rt: all kmod-rt
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - PREEMPT_RT VM run exited $$rc" >>$(BUILD)/check/rt.tap; exit $$rc
 
 check-6.12: all kmod-6.12
-	@mkdir -p $(BUILD)/check
-	@echo "== kselftests on the 6.12 kernel"
+	@mkdir -p $(BUILD)/check $(BUILD)/kmod-6.12-sparse
+	@echo "== the 6.12 kernel: sparse, then the kselftests"
+	@tree=$$($(ROOT)/tools/vm/build-kernel 6.12) && \
+	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
+		ln -sf $$f $(BUILD)/kmod-6.12-sparse/; done && \
+	if $(MAKE) -C $$tree M=$(BUILD)/kmod-6.12-sparse SYNCMEM_ROOT=$(ROOT) W=1 C=2 \
+		CF="-Wsparse-error" modules >$(BUILD)/check/sparse-6.12.log 2>&1 && \
+		! grep -E "warning:|error:" $(BUILD)/check/sparse-6.12.log; \
+	then echo "ok - sparse and W=1 build on 6.12 without warnings"; \
+	else cat $(BUILD)/check/sparse-6.12.log; echo "not ok - sparse and W=1 build on 6.12"; fi \
+		>$(BUILD)/check/6.12-static.tap; cat $(BUILD)/check/6.12-static.tap
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-6.12 $(ROOT)/tools/vm/run --kernel 6.12 \
 		--timeout 900 -- selftests/run-all 2>&1 | tee $(BUILD)/check/6.12.tap; \
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - 6.12 VM run exited $$rc" >>$(BUILD)/check/6.12.tap; exit $$rc

@@ -44,6 +44,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
+#include "syncmem_compat.h"
 #include "syncmem_core.h"
 
 struct syncmem_life {
@@ -289,7 +290,7 @@ static void syncmem_reap(struct work_struct *work)
 		 * it again. Pairs with the waker's test_and_set_bit().
 		 */
 		smp_mb__after_atomic();
-		if (thread_group_exited(life->tgid)) {
+		if (syncmem_thread_group_exited(life->tgid)) {
 			syncmem_life_end(life, &dead);
 			syncmem_scan_wanted = true;
 		}

@@ -16,6 +16,7 @@
 #include <linux/ipc_namespace.h>
 #include <linux/mm.h>
 #include <linux/proc_ns.h>
+#include <linux/sched/signal.h>
 
 /* vm_flags became read-only with setters in 6.3. */
 static inline void syncmem_vm_flags_mod(struct vm_area_struct *vma,
@@ -115,8 +116,8 @@ static inline int syncmem_inode_permission(struct inode *inode, int mask)
 
 /*
  * An inode of @sb that the LSMs have labelled, where the kernel exports the
- * helper for other filesystems (6.1.y and 6.12.y stable, mainline 6.16);
- * elsewhere an unlabelled private inode.
+ * helper to every module (6.1.y stable, mainline 6.16); elsewhere, as on
+ * 6.12.y which exports it to kvm alone, an unlabelled private inode.
  */
 static inline struct inode *syncmem_secure_inode(struct super_block *sb,
 						 const char *name)
@@ -138,6 +139,26 @@ static inline void syncmem_file_set_nowait(struct file *file)
 {
 #ifdef FMODE_NOWAIT
 	file->f_mode |= FMODE_NOWAIT;
+#endif
+}
+
+/*
+ * Has every thread of the process of @pid exited? thread_group_exited()
+ * went away in 6.9 (pidfd polling moved to pidfs); the same test otherwise.
+ */
+static inline bool syncmem_thread_group_exited(struct pid *pid)
+{
+#ifdef SYNCMEM_HAVE_THREAD_GROUP_EXITED
+	return thread_group_exited(pid);
+#else
+	struct task_struct *task;
+	bool exited;
+
+	rcu_read_lock();
+	task = pid_task(pid, PIDTYPE_PID);
+	exited = !task || (READ_ONCE(task->exit_state) && thread_group_empty(task));
+	rcu_read_unlock();
+	return exited;
 #endif
 }
 
