@@ -5,8 +5,7 @@
 #
 #   make install PREFIX=/usr/local DESTDIR= LIBDIR=$(PREFIX)/lib ...
 
-VERSION := $(shell sed -n 's/^\#define SYNCMEM_VERSION_\(MAJOR\|MINOR\|PATCH\)[[:space:]]*\([0-9]*\)$$/\2/p' \
-	include/syncmem_version.h | paste -sd.)
+VERSION := $(shell tools/version)
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
