@@ -65,7 +65,14 @@ TOOL_SRCS := $(sort $(filter-out tools/bench/lock_instructions.c, \
 TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
 REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tools/fuzz/repro/*.c))
 
-KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/syncmem.h include/syncmem_version.h
+# The module's own sources: not the syncmem.mod.c a build writes next to them.
+KMOD_OWN := $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h) kmod/Kbuild
+KMOD_SRCS := $(KMOD_OWN) include/uapi/linux/syncmem.h include/syncmem_version.h
+# Build directories for other kernels hold links to the sources, and nothing
+# generated is ever shared: a link to kmod/syncmem.mod.c would let one
+# kernel's build write another's module info (vermagic, symbol CRCs).
+kmod_links = mkdir -p $(1) && find $(1) -maxdepth 1 -type l -delete && \
+	ln -s $(addprefix $(ROOT)/,$(KMOD_OWN)) $(1)/
 
 .PHONY: all deps kmod kmod-stock kmod-debug kmod-rt kmod-6.12 check-6.12 lib selftests hosttests tools check check-host torture \
 	check-static check-install check-deb check-dkms check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
@@ -92,36 +99,28 @@ kmod/syncmem.ko: $(KMOD_SRCS)
 kmod-stock: $(BUILD)/kmod-stock/syncmem.ko
 $(BUILD)/kmod-stock/syncmem.ko: $(KMOD_SRCS)
 	@test -n "$(STOCK_HEADERS)" || { echo "no linux-headers-6.1*-amd64: run 'make deps'"; exit 1; }
-	@mkdir -p $(BUILD)/kmod-stock && \
-	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
-		ln -sf $$f $(BUILD)/kmod-stock/; done
+	@$(call kmod_links,$(BUILD)/kmod-stock)
 	$(MAKE) -C $(STOCK_HEADERS) M=$(BUILD)/kmod-stock SYNCMEM_ROOT=$(ROOT) W=1 modules
 
 # The same sources built against the debug kernel tree, in build/kmod-debug.
 kmod-debug: $(BUILD)/kmod-debug/syncmem.ko
 $(BUILD)/kmod-debug/syncmem.ko: $(KMOD_SRCS) tools/vm/base.config tools/vm/debug.config
 	@tree=$$($(ROOT)/tools/vm/build-kernel debug) && \
-	mkdir -p $(BUILD)/kmod-debug && \
-	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
-		ln -sf $$f $(BUILD)/kmod-debug/; done && \
+	$(call kmod_links,$(BUILD)/kmod-debug) && \
 	$(MAKE) -C $$tree M=$(BUILD)/kmod-debug SYNCMEM_ROOT=$(ROOT) W=1 modules
 
 # The same sources built against Debian's PREEMPT_RT headers, in build/kmod-rt.
 kmod-rt: $(BUILD)/kmod-rt/syncmem.ko
 $(BUILD)/kmod-rt/syncmem.ko: $(KMOD_SRCS)
 	@test -n "$(RT_HEADERS)" || { echo "no linux-headers-6.1*-rt-amd64: run 'make deps'"; exit 1; }
-	@mkdir -p $(BUILD)/kmod-rt && \
-	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
-		ln -sf $$f $(BUILD)/kmod-rt/; done
+	@$(call kmod_links,$(BUILD)/kmod-rt)
 	$(MAKE) -C $(RT_HEADERS) M=$(BUILD)/kmod-rt SYNCMEM_ROOT=$(ROOT) W=1 modules
 
 # The same sources built against the 6.12 kernel tree (tools/vm/build-kernel 6.12).
 kmod-6.12: $(BUILD)/kmod-6.12/syncmem.ko
 $(BUILD)/kmod-6.12/syncmem.ko: $(KMOD_SRCS) tools/vm/base.config tools/vm/6.12.config
 	@tree=$$($(ROOT)/tools/vm/build-kernel 6.12) && \
-	mkdir -p $(BUILD)/kmod-6.12 && \
-	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
-		ln -sf $$f $(BUILD)/kmod-6.12/; done && \
+	$(call kmod_links,$(BUILD)/kmod-6.12) && \
 	$(MAKE) -C $$tree M=$(BUILD)/kmod-6.12 SYNCMEM_ROOT=$(ROOT) W=1 modules
 
 # ---- library ----------------------------------------------------------------
@@ -316,11 +315,10 @@ check-rt: all kmod-rt
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - PREEMPT_RT VM run exited $$rc" >>$(BUILD)/check/rt.tap; exit $$rc
 
 check-6.12: all kmod-6.12
-	@mkdir -p $(BUILD)/check $(BUILD)/kmod-6.12-sparse
+	@mkdir -p $(BUILD)/check
 	@echo "== the 6.12 kernel: sparse, then the kselftests"
 	@tree=$$($(ROOT)/tools/vm/build-kernel 6.12) && \
-	for f in $(ROOT)/kmod/*.c $(ROOT)/kmod/*.h $(ROOT)/kmod/Kbuild; do \
-		ln -sf $$f $(BUILD)/kmod-6.12-sparse/; done && \
+	$(call kmod_links,$(BUILD)/kmod-6.12-sparse) && \
 	if $(MAKE) -C $$tree M=$(BUILD)/kmod-6.12-sparse SYNCMEM_ROOT=$(ROOT) W=1 C=2 \
 		CF="-Wsparse-error" modules >$(BUILD)/check/sparse-6.12.log 2>&1 && \
 		! grep -E "warning:|error:" $(BUILD)/check/sparse-6.12.log; \
