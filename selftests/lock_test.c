@@ -43,15 +43,7 @@ TEST_F(lock, uncontended_lock_and_unlock_make_no_ioctl)
 	pid_t pid;
 
 	/* The filter works: an ioctl kills the child. */
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		if (forbid_ioctl())
-			_exit(10);
-		syncmem_notify(self->r, &self->sh->lock.word, 1);
-		_exit(0);
-	}
-	EXPECT_EQ(128 + SIGSYS, wait_exit(pid));
+	ASSERT_EQ(128 + SIGSYS, filter_kills_child(forbid_ioctl));
 
 	for (int fair = 0; fair < 2; fair++) {
 		syncmem_lock_init(&self->sh->lock, fair ? SYNCMEM_LOCK_FAIR : 0);
@@ -376,15 +368,7 @@ TEST_F(lock, an_async_lock_taken_at_once_makes_no_system_call)
 	pid_t pid;
 
 	/* The filter works: any system call kills the child. */
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		if (forbid_syscalls())
-			_exit(10);
-		getppid();
-		_exit(0);
-	}
-	EXPECT_EQ(128 + SIGSYS, wait_exit(pid));
+	ASSERT_EQ(128 + SIGSYS, filter_kills_child(forbid_syscalls));
 
 	for (int fair = 0; fair < 2; fair++) {
 		syncmem_lock_init(&self->sh->lock, fair ? SYNCMEM_LOCK_FAIR : 0);

@@ -310,6 +310,26 @@ static inline int seccomp_on_ioctl(unsigned int action, unsigned int flags)
 	return seccomp_install(f, sizeof(f) / sizeof(f[0]), flags);
 }
 
+/*
+ * Does the filter @forbid installs work? A child installs it, then makes an
+ * ioctl (forbidden by both filters). Its exit status: 128 + SIGSYS when the
+ * filter killed it.
+ */
+static inline int filter_kills_child(int (*forbid)(void))
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (forbid())
+			_exit(10);
+		ioctl(-1, 0);
+		_exit(0);
+	}
+	return wait_exit(pid);
+}
+
 /* Is @fd readable right now? */
 static inline int fd_readable(int fd)
 {
