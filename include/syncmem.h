@@ -775,6 +775,113 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    void *cb_arg);
 uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive */
 
+/* ---- Introspection: object names, waiters and holders -------------------- */
+
+/*
+ * What a region holds, for tools and for programs that report on their own
+ * state (syncmemctl uses these). Every call works on a region opened
+ * read-only as well: what a user may open, it may inspect.
+ */
+
+/* Kinds of named objects. */
+enum {
+	SYNCMEM_OBJ_WORD   = 1,	/* a plain 4- or 8-byte word */
+	SYNCMEM_OBJ_LOCK   = 2,	/* struct syncmem_lock */
+	SYNCMEM_OBJ_RWLOCK = 3,	/* struct syncmem_rwlock */
+	SYNCMEM_OBJ_SEM    = 4,	/* struct syncmem_sem */
+	SYNCMEM_OBJ_GATE   = 5,	/* struct syncmem_gate */
+	SYNCMEM_OBJ_KEYED  = 6,	/* a keyed lock table */
+	SYNCMEM_OBJ_FLIGHT = 7,	/* a single-flight table */
+	SYNCMEM_OBJ_POOL   = 8,	/* a block pool */
+	SYNCMEM_OBJ_OTHER  = 9,	/* anything else */
+};
+
+#define SYNCMEM_OBJECT_NAME_MAX		47	/* bytes, printable ASCII */
+#define SYNCMEM_OBJECTS_MAX		256	/* names one region keeps */
+
+/*
+ * Give the object at @obj (@size bytes inside @r, 4-byte aligned) a name
+ * that tools show: "lock 'jobs' at 0x40". The kernel keeps the name with
+ * the region until the region is freed, out of reach of whatever a process
+ * writes into the region's memory. Naming the same address again replaces
+ * the name; @name NULL removes it (@kind and @size are then ignored).
+ * 0; -EINVAL (@obj or @size outside @r, unaligned, an unknown @kind, a
+ * name empty, longer than SYNCMEM_OBJECT_NAME_MAX or not printable ASCII),
+ * -EBADF (@r read-only), -ENOSPC (SYNCMEM_OBJECTS_MAX names), -ENOENT
+ * (removing a name that is not there), -ENOMEM, -ENOTTY (a module without
+ * introspection).
+ */
+int syncmem_name_object(struct syncmem_region *r, const void *obj, size_t size,
+			int kind, const char *name);
+
+struct syncmem_object_info {
+	uint64_t offset;	/* in the region */
+	uint64_t size;
+	int kind;		/* SYNCMEM_OBJ_* */
+	char name[SYNCMEM_OBJECT_NAME_MAX + 1];	/* NUL-terminated */
+};
+
+/*
+ * The named objects of @r by offset: fills up to @cap entries of @out and
+ * returns how many names there are (more than @cap: the list was cut).
+ * -EINVAL (@out NULL with @cap), -ENOMEM, -ENOTTY.
+ */
+int syncmem_objects(struct syncmem_region *r, struct syncmem_object_info *out,
+		    size_t cap);
+
+/* Bits of struct syncmem_waiter_info.flags. */
+/* (the same values as the kernel's, so defined identically when both are seen) */
+#define SYNCMEM_WAITER_ASYNC	(1U << 0)	/* an async wait: tid is 0 */
+#define SYNCMEM_WAITER_OBSERVER	(1U << 1)	/* through a read-only mapping */
+#define SYNCMEM_WAITER_OWNER	(1U << 2)	/* a lock waiter: owner is the id it waits as */
+#define SYNCMEM_WAITER_AWAY	(1U << 3)	/* its thread runs a signal handler or is stopped */
+
+struct syncmem_waiter_info {
+	uint64_t offset;	/* of the word it waits on */
+	int64_t since_ns;	/* CLOCK_MONOTONIC time it was queued */
+	int64_t deadline_ns;	/* CLOCK_MONOTONIC deadline, or -1: none */
+	uint64_t owner;		/* the owner id it waits as, else 0 */
+	pid_t pid;		/* its process (0: not in this PID namespace) */
+	pid_t tid;		/* its thread (0 for an async wait) */
+	unsigned flags;		/* SYNCMEM_WAITER_* */
+	unsigned size;		/* 4 or 8 */
+	unsigned position;	/* in its word's queue: 0 is woken next */
+};
+
+/*
+ * The waiters queued on @r, by word offset and then in arrival order; with
+ * @word (inside @r, 4-byte aligned) only that word's. Fills up to @cap
+ * entries and returns how many there are (more than @cap: cut). Each word's
+ * queue is read at one instant. -EINVAL, -ENOMEM, -ENOTTY.
+ */
+int syncmem_waiters(struct syncmem_region *r, const void *word,
+		    struct syncmem_waiter_info *out, size_t cap);
+
+/* Values of struct syncmem_holder_info.state. */
+enum {
+	SYNCMEM_HOLDER_FREE = 0,		/* nobody holds it */
+	SYNCMEM_HOLDER_ALIVE = 1,		/* held by a live thread or process */
+	SYNCMEM_HOLDER_DEAD = 2,		/* its holder died: the next taker recovers it */
+	SYNCMEM_HOLDER_NOBODY = 3,		/* closed by nobody in particular (a gate) */
+	SYNCMEM_HOLDER_GONE = 4,		/* its holder left it to be recovered */
+	SYNCMEM_HOLDER_NOTRECOVERABLE = 5,	/* can never be taken again */
+};
+
+struct syncmem_holder_info {
+	uint64_t word;		/* the owner word as read */
+	pid_t pid;		/* the holder's process (0: none or not visible) */
+	pid_t tid;		/* its thread (0: the process holds it) */
+	int state;		/* SYNCMEM_HOLDER_* */
+};
+
+/*
+ * Who holds the owner word at @word (8-byte aligned, inside @r): the word
+ * of a struct syncmem_lock or syncmem_gate, or a rwlock's turnstile.word.
+ * The answer is a snapshot. 0; -EINVAL, -ENOTTY.
+ */
+int syncmem_holder(struct syncmem_region *r, const void *word,
+		   struct syncmem_holder_info *out);
+
 /* ---- Errors and version ------------------------------------------------- */
 
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */

@@ -36,6 +36,7 @@
 #define SYNCMEM_FEAT_HANDOFF_WAITERS	(1ULL << 8)  /* SYNCMEM_HANDOFF_WAITERS */
 #define SYNCMEM_FEAT_OWNER_QUERY	(1ULL << 9)  /* SYNCMEM_OWNER_QUERY, _NOBODY */
 #define SYNCMEM_FEAT_ON_CLOSE_ADD	(1ULL << 10) /* SYNCMEM_ON_CLOSE_ADD, _DISARM_UNDO */
+#define SYNCMEM_FEAT_INTROSPECT		(1ULL << 11) /* WAITERS, WHO, OBJECT_NAME, OBJECTS, fdinfo */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -656,6 +657,188 @@ struct syncmem_unlock {
 	__u32 pad;
 };
 
+/*
+ * Introspection: who waits on a region's words, who holds its owner words,
+ * and the names its users gave to the objects in it. Any region fd may ask,
+ * read-only ones included: what a user may open, it may inspect. Process
+ * and thread ids are as seen from the caller's PID namespace, 0 where the
+ * process is not visible there.
+ */
+
+/* Bits of struct syncmem_waiter_entry.flags. */
+#define SYNCMEM_WAITER_ASYNC		(1U << 0)  /* an async wait: @tid is 0 */
+#define SYNCMEM_WAITER_OBSERVER		(1U << 1)  /* through a read-only region fd */
+#define SYNCMEM_WAITER_OWNER		(1U << 2)  /* a LOCK_WAIT: @owner is set */
+#define SYNCMEM_WAITER_AWAY		(1U << 3)  /* its thread runs a signal handler,
+						    * is stopped or frozen */
+
+/**
+ * struct syncmem_waiter_entry - one queued waiter (all output)
+ * @offset:	Byte offset of the word it waits on.
+ * @since_ns:	CLOCK_MONOTONIC time at which it was queued.
+ * @deadline_ns: Its absolute CLOCK_MONOTONIC deadline, or SYNCMEM_NO_DEADLINE.
+ * @owner:	The owner id it waits as (SYNCMEM_WAITER_OWNER), else 0.
+ * @pid:	Its process.
+ * @tid:	Its thread; 0 for an async wait (it belongs to the process).
+ * @flags:	SYNCMEM_WAITER_* bits.
+ * @size:	4 or 8, the width of its word.
+ * @position:	Its place in the word's queue: 0 is the oldest, the next to
+ *		be woken or handed the word (observers are counted in arrival
+ *		order too, though they are never handed anything).
+ * @pad:	Zero.
+ */
+struct syncmem_waiter_entry {
+	__u64 offset;
+	__u64 since_ns;
+	__u64 deadline_ns;
+	__u64 owner;
+	__s32 pid;
+	__s32 tid;
+	__u32 flags;
+	__u32 size;
+	__u32 position;
+	__u32 pad;
+};
+
+/* Most entries one WAITERS or OBJECTS call returns. */
+#define SYNCMEM_LIST_MAX		4096
+
+/* Bits of struct syncmem_waiter_list.flags. */
+#define SYNCMEM_WAITERS_WORD		(1U << 0)  /* only the word at @offset */
+#define SYNCMEM_WAITERS_FLAGS		SYNCMEM_WAITERS_WORD
+
+/**
+ * struct syncmem_waiter_list - list the waiters of a region (region fd ioctl)
+ * @entries:	In: user address of an array of struct syncmem_waiter_entry.
+ * @count:	In: its length, at most SYNCMEM_LIST_MAX. Out: entries written.
+ * @flags:	In: SYNCMEM_WAITERS_* bits.
+ * @offset:	In: with SYNCMEM_WAITERS_WORD, the word's byte offset (a
+ *		multiple of 4 inside the region); else must be zero.
+ * @total:	Out: waiters found; more than @count when the array was short
+ *		(the first @count in the order below were written).
+ *
+ * Entries are sorted by word offset, and each word's waiters by arrival.
+ * Each word's queue is read at one instant under its lock; different words
+ * are read one after another. Returns 0; -EFAULT, -EINVAL, -ENOMEM.
+ */
+struct syncmem_waiter_list {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u64 offset;
+	__u64 total;
+};
+
+/* Values of struct syncmem_who.state. */
+#define SYNCMEM_WHO_FREE		0  /* the word holds no owner id */
+#define SYNCMEM_WHO_ALIVE		1  /* held by a live thread or process */
+#define SYNCMEM_WHO_DEAD		2  /* held by one that died or exec'd */
+#define SYNCMEM_WHO_NOBODY		3  /* SYNCMEM_OWNER_NOBODY (a closed gate) */
+#define SYNCMEM_WHO_GONE		4  /* SYNCMEM_OWNER_GONE */
+#define SYNCMEM_WHO_NOTRECOVERABLE	5  /* SYNCMEM_OWNER_NOTRECOVERABLE */
+
+/* Bits of struct syncmem_who.flags (output). */
+#define SYNCMEM_WHO_PROCESS		(1U << 0)  /* @id is a process's (tid 0) */
+
+/**
+ * struct syncmem_who - who holds an owner word (region fd ioctl)
+ * @offset:	In: byte offset of the 8-byte word, a multiple of 8.
+ * @word:	Out: the word's value when it was read.
+ * @pid:	Out: the process behind the word's owner id, 0 when not
+ *		alive or not visible in the caller's PID namespace.
+ * @tid:	Out: its thread, 0 for a process's id.
+ * @state:	Out: SYNCMEM_WHO_*.
+ * @flags:	In: must be zero. Out: SYNCMEM_WHO_* bits.
+ *
+ * The word is read once; the answer may be stale by the time it returns.
+ * Returns 0; -EFAULT, -EINVAL.
+ */
+struct syncmem_who {
+	__u64 offset;
+	__u64 word;
+	__s32 pid;
+	__s32 tid;
+	__u32 state;
+	__u32 flags;
+};
+
+/* Kinds of named objects (struct syncmem_object_name.kind). */
+#define SYNCMEM_KIND_WORD		1  /* a plain 4- or 8-byte word */
+#define SYNCMEM_KIND_LOCK		2  /* struct syncmem_lock */
+#define SYNCMEM_KIND_RWLOCK		3  /* struct syncmem_rwlock */
+#define SYNCMEM_KIND_SEM		4  /* struct syncmem_sem */
+#define SYNCMEM_KIND_GATE		5  /* struct syncmem_gate */
+#define SYNCMEM_KIND_KEYED		6  /* a keyed lock table */
+#define SYNCMEM_KIND_FLIGHT		7  /* a single-flight table */
+#define SYNCMEM_KIND_POOL		8  /* a block pool */
+#define SYNCMEM_KIND_OTHER		9  /* anything else */
+#define SYNCMEM_KIND_MAX		SYNCMEM_KIND_OTHER
+
+/* Longest object name in bytes; most names one region keeps. */
+#define SYNCMEM_OBJECT_NAME_MAX		47
+#define SYNCMEM_OBJECTS_MAX		256
+
+/**
+ * struct syncmem_object_name - name an object of the region (region fd ioctl)
+ * @offset:	In: byte offset of the object, a multiple of 4.
+ * @size:	In: bytes it spans, 1 or more, all inside the region.
+ * @name:	In: user address of the name bytes (no NUL), or 0 to remove
+ *		the name at @offset.
+ * @name_len:	In: 1..SYNCMEM_OBJECT_NAME_MAX printable ASCII bytes; 0
+ *		when @name is 0.
+ * @kind:	In: SYNCMEM_KIND_*; 0 when removing.
+ * @flags:	In: must be zero.
+ * @pad:	Must be zero.
+ *
+ * The kernel keeps the names with the region (not in its memory, which
+ * every writer of the region may overwrite) until the region is freed, so
+ * tools can say "lock 'jobs' at 0x40". Naming an offset again replaces its
+ * name. Needs a writable region fd. Errors: -EBADF (read-only fd), -ENOSPC
+ * (SYNCMEM_OBJECTS_MAX names), -ENOENT (removing an offset with no name),
+ * -EINVAL, -EFAULT, -ENOMEM.
+ */
+struct syncmem_object_name {
+	__u64 offset;
+	__u64 size;
+	__u64 name;
+	__u32 name_len;
+	__u32 kind;
+	__u32 flags;
+	__u32 pad;
+};
+
+/**
+ * struct syncmem_object_entry - one named object (all output)
+ * @offset:	Its byte offset.
+ * @size:	Bytes it spans.
+ * @kind:	SYNCMEM_KIND_*.
+ * @name_len:	Bytes of @name used.
+ * @name:	The name, NUL-padded.
+ */
+struct syncmem_object_entry {
+	__u64 offset;
+	__u64 size;
+	__u32 kind;
+	__u32 name_len;
+	char name[SYNCMEM_OBJECT_NAME_MAX + 1];
+};
+
+/**
+ * struct syncmem_object_list - list the named objects (region fd ioctl)
+ * @entries:	In: user address of an array of struct syncmem_object_entry.
+ * @count:	In: its length, at most SYNCMEM_LIST_MAX. Out: entries written.
+ * @flags:	In: must be zero.
+ * @total:	Out: names the region has, sorted by offset.
+ *
+ * Returns 0; -EFAULT, -EINVAL, -ENOMEM.
+ */
+struct syncmem_object_list {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u64 total;
+};
+
 #define SYNCMEM_IOC_MAGIC		0xD5
 
 /* On the /dev/syncmem handle. */
@@ -679,5 +862,9 @@ struct syncmem_unlock {
 #define SYNCMEM_IOC_HANDOFF		_IOW(SYNCMEM_IOC_MAGIC, 0x13, struct syncmem_handoff)
 #define SYNCMEM_IOC_LOCK_WAIT		_IOW(SYNCMEM_IOC_MAGIC, 0x14, struct syncmem_lock_wait)
 #define SYNCMEM_IOC_UNLOCK		_IOW(SYNCMEM_IOC_MAGIC, 0x15, struct syncmem_unlock)
+#define SYNCMEM_IOC_WAITERS		_IOWR(SYNCMEM_IOC_MAGIC, 0x16, struct syncmem_waiter_list)
+#define SYNCMEM_IOC_WHO			_IOWR(SYNCMEM_IOC_MAGIC, 0x17, struct syncmem_who)
+#define SYNCMEM_IOC_OBJECT_NAME		_IOW(SYNCMEM_IOC_MAGIC, 0x18, struct syncmem_object_name)
+#define SYNCMEM_IOC_OBJECTS		_IOWR(SYNCMEM_IOC_MAGIC, 0x19, struct syncmem_object_list)
 
 #endif /* _UAPI_LINUX_SYNCMEM_H */
