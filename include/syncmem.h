@@ -834,7 +834,7 @@ int syncmem_objects(struct syncmem_region *r, struct syncmem_object_info *out,
 #define SYNCMEM_WAITER_ASYNC	(1U << 0)	/* an async wait: tid is 0 */
 #define SYNCMEM_WAITER_OBSERVER	(1U << 1)	/* through a read-only mapping */
 #define SYNCMEM_WAITER_OWNER	(1U << 2)	/* a lock waiter: owner is the id it waits as */
-#define SYNCMEM_WAITER_AWAY	(1U << 3)	/* its thread runs a signal handler or is stopped */
+#define SYNCMEM_WAITER_AWAY	(1U << 3)	/* in a signal handler, stopped, frozen */
 
 struct syncmem_waiter_info {
 	uint64_t offset;	/* of the word it waits on */

@@ -38,6 +38,7 @@
 #include <linux/poll.h>
 #include <linux/rbtree.h>
 #include <linux/sched/signal.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
@@ -126,6 +127,12 @@ bool syncmem_async_gone(const struct syncmem_waiter *w)
 	const struct syncmem_async *a = container_of(w, struct syncmem_async, w);
 
 	return READ_ONCE(a->h->closed) || syncmem_async_orphan(a);
+}
+
+/* Under its bucket lock: the process of async waiter @w, as @ns sees it. */
+s32 syncmem_async_pid(const struct syncmem_waiter *w, struct pid_namespace *ns)
+{
+	return pid_nr_ns(container_of(w, struct syncmem_async, w)->tgid, ns);
 }
 
 static void syncmem_async_free(struct syncmem_async *a)
@@ -767,6 +774,35 @@ __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 		mask = EPOLLIN | EPOLLRDNORM;
 	spin_unlock(&h->lock);
 	return mask;
+}
+
+/*
+ * /proc/<pid>/fdinfo of a handle: its async waits still queued, oldest
+ * first, the completions not yet read, and its armed on-close actions.
+ * Regions are named by the inode number that fstat() of their fds gives.
+ */
+void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h)
+{
+	struct syncmem_async *a;
+	unsigned int completions = 0;
+
+	seq_printf(m, "syncmem-eventfd:\t%d\n", READ_ONCE(h->eventfd) ? 1 : 0);
+	spin_lock(&h->lock);
+	list_for_each_entry(a, &h->cq, node)
+		completions++;
+	seq_printf(m, "syncmem-completions:\t%u\n", completions);
+	list_for_each_entry(a, &h->pending_list, node) {
+		seq_printf(m, "syncmem-wait:\tregion=%lu offset=0x%llx size=%u user_data=0x%llx since=%llu",
+			   a->region->inode->i_ino, a->offset, a->w.size,
+			   a->user_data, a->w.since);
+		if (a->w.deadline != SYNCMEM_NO_DEADLINE)
+			seq_printf(m, " deadline=%llu", a->w.deadline);
+		if (a->w.owner)
+			seq_printf(m, " owner=0x%llx", a->w.owner);
+		seq_puts(m, a->w.observer ? " observer\n" : "\n");
+	}
+	spin_unlock(&h->lock);
+	syncmem_on_close_show(m, h);
 }
 
 /* A handle of the caller, charged to its user and IPC namespace. */

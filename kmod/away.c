@@ -143,6 +143,12 @@ bool syncmem_away_gone(const struct syncmem_waiter *w)
 	return syncmem_away_lost(container_of(sw, struct syncmem_away, sw));
 }
 
+/* The thread of a waiter away (referenced while it is away). */
+struct task_struct *syncmem_away_task(const struct syncmem_sync_waiter *sw)
+{
+	return container_of(sw, struct syncmem_away, sw)->task;
+}
+
 /**
  * syncmem_away_take - the calling thread's waiter away, out of the table
  *

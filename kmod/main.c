@@ -74,7 +74,7 @@ static long syncmem_ioctl_version(void __user *uarg)
 				   SYNCMEM_FEAT_ON_CLOSE | SYNCMEM_FEAT_LIMITS |
 				   SYNCMEM_FEAT_REGION_LIST | SYNCMEM_FEAT_OWNERS |
 				   SYNCMEM_FEAT_HANDOFF_WAITERS | SYNCMEM_FEAT_OWNER_QUERY |
-				   SYNCMEM_FEAT_ON_CLOSE_ADD,
+				   SYNCMEM_FEAT_ON_CLOSE_ADD | SYNCMEM_FEAT_INTROSPECT,
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = min_t(unsigned long, syncmem_max_regions_now(), U32_MAX),
 		.max_total_bytes = syncmem_max_total_bytes_now(),
@@ -213,6 +213,12 @@ static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 	}
 }
 
+/* /proc/<pid>/fdinfo/<fd> of a handle: its async waits and on-close actions. */
+static void syncmem_dev_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	syncmem_handle_show_fdinfo(m, file->private_data);
+}
+
 static const struct file_operations syncmem_dev_fops = {
 	.owner		= THIS_MODULE,
 	.open		= syncmem_dev_open,
@@ -222,6 +228,7 @@ static const struct file_operations syncmem_dev_fops = {
 	.unlocked_ioctl	= syncmem_dev_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
+	.show_fdinfo	= syncmem_dev_show_fdinfo,
 };
 
 static struct miscdevice syncmem_miscdev = {

@@ -18,6 +18,7 @@
  */
 #include <linux/err.h>
 #include <linux/list.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
@@ -40,6 +41,23 @@ void syncmem_on_close_init(struct syncmem_handle *h)
 {
 	INIT_LIST_HEAD(&h->on_close);
 	spin_lock_init(&h->on_close_lock);
+}
+
+/* fdinfo lines of the handle's armed actions (see syncmem_handle_show_fdinfo()). */
+void syncmem_on_close_show(struct seq_file *m, struct syncmem_handle *h)
+{
+	struct syncmem_on_close_action *a;
+
+	spin_lock(&h->on_close_lock);
+	list_for_each_entry(a, &h->on_close, node) {
+		seq_printf(m, "syncmem-on-close:\tregion=%lu offset=0x%llx size=%u user_data=0x%llx value=0x%llx",
+			   a->r->inode->i_ino, a->offset, a->size, a->user_data,
+			   a->value);
+		if (a->if_equal)
+			seq_printf(m, " if_equal=0x%llx", a->expected);
+		seq_puts(m, a->add ? " add\n" : "\n");
+	}
+	spin_unlock(&h->on_close_lock);
 }
 
 static struct syncmem_on_close_action *

@@ -163,6 +163,42 @@ bool syncmem_owner_alive(u64 id)
 	return alive;
 }
 
+/**
+ * syncmem_owner_describe - the thread or process behind a live owner id
+ * @id:		An owner id (any value).
+ * @ns:		The PID namespace to give ids in.
+ * @pid:	Set to its process's id in @ns (0: not visible there).
+ * @tid:	Set to its thread's id in @ns, 0 for a process's id.
+ * @process:	Set when @id is a process's.
+ *
+ * Returns whether @id names a live owner; the outputs are set only then.
+ * Callable in atomic context.
+ */
+bool syncmem_owner_describe(u64 id, struct pid_namespace *ns, s32 *pid,
+			    s32 *tid, bool *process)
+{
+	struct syncmem_owner_entry *o;
+	struct task_struct *t;
+	bool alive = false;
+
+	rcu_read_lock();
+	o = rhashtable_lookup(&syncmem_owners, &id, syncmem_owner_params);
+	if (o && syncmem_owner_running(o)) {
+		alive = true;
+		*process = o->process;
+		if (o->process) {
+			*pid = pid_nr_ns(o->pid, ns);
+			*tid = 0;
+		} else {
+			t = pid_task(o->pid, PIDTYPE_PID);
+			*tid = pid_nr_ns(o->pid, ns);
+			*pid = t ? task_tgid_nr_ns(t, ns) : 0;
+		}
+	}
+	rcu_read_unlock();
+	return alive;
+}
+
 /* Is @id the calling thread's, or its process's, live id? */
 bool syncmem_owner_is_current(u64 id)
 {

@@ -128,6 +128,7 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
 	}
 	r->inode->i_uid = r->uid;
 	r->inode->i_gid = r->gid;
+	syncmem_objects_init(r);
 	kref_init(&r->ref);
 	return r;
 
@@ -149,6 +150,7 @@ static void syncmem_region_release(struct kref *ref)
 	struct syncmem_region *r = container_of(ref, struct syncmem_region, ref);
 
 	iput(r->inode);
+	syncmem_objects_destroy(r);
 	syncmem_region_queues_destroy(r);
 	syncmem_region_free_pages(r, r->nr_pages);
 	syncmem_uncharge_region(r->user, r->ns, (u64)r->nr_pages << PAGE_SHIFT);
@@ -298,6 +300,16 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 		return syncmem_ioctl_unlock(r, uarg);
 	case SYNCMEM_IOC_OWNER:
 		return syncmem_ioctl_owner(uarg);
+	case SYNCMEM_IOC_WAITERS:
+		return syncmem_ioctl_waiters(r, uarg);
+	case SYNCMEM_IOC_WHO:
+		return syncmem_ioctl_who(r, uarg);
+	case SYNCMEM_IOC_OBJECT_NAME:
+		if (!writable)
+			return -EBADF;
+		return syncmem_ioctl_object_name(r, uarg);
+	case SYNCMEM_IOC_OBJECTS:
+		return syncmem_ioctl_objects(r, uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}
@@ -308,6 +320,7 @@ static const struct file_operations syncmem_region_fops = {
 	.flush		= syncmem_region_file_flush,
 	.release	= syncmem_region_file_release,
 	.mmap		= syncmem_region_mmap,
+	.show_fdinfo	= syncmem_region_show_fdinfo,
 	.unlocked_ioctl	= syncmem_region_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,

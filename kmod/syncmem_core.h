@@ -21,6 +21,8 @@
 #include <uapi/linux/syncmem.h>
 
 struct ipc_namespace;
+struct pid_namespace;
+struct seq_file;
 struct user_namespace;
 struct syncmem_bucket;
 struct syncmem_queue;
@@ -53,6 +55,8 @@ struct syncmem_waiter {
 	u8 size;			/* of its word, 4 or 8 */
 	u8 handoff_flags;		/* once claimed by a HANDOFF: its flags */
 	u64 owner;			/* owner waits: the id it waits as, else 0 */
+	u64 since;			/* CLOCK_MONOTONIC ns it was queued at */
+	u64 deadline;			/* its deadline_ns (for introspection) */
 };
 
 /* A blocked WAIT: on its task's stack, or away from its call (away.c). */
@@ -148,6 +152,11 @@ struct syncmem_region {
 
 	atomic_long_t nr_files;
 	atomic_long_t nr_mappings;
+
+	/* Names of objects in it (objects.c). */
+	struct mutex objects_mutex;
+	struct list_head objects;	/* by offset */
+	unsigned int nr_objects;
 
 	/* The name; changed only under ns->mutex. */
 	bool named;
@@ -270,6 +279,10 @@ void syncmem_waiter_abandon(struct syncmem_region *r, u64 offset,
 			    struct syncmem_waiter *w);
 void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
 			  const struct syncmem_waiter *w, int result);
+u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size);
+long syncmem_waiters_snapshot(struct syncmem_region *r, bool one, u64 offset,
+			      struct syncmem_waiter_entry *out, u32 cap,
+			      u64 *total);
 
 /* away.c */
 void syncmem_away_exit(void);
@@ -287,6 +300,7 @@ bool syncmem_away_park(struct syncmem_region *r, struct file *file,
 struct syncmem_sync_waiter *syncmem_away_waiter(struct syncmem_away *a);
 void syncmem_away_free(struct syncmem_away *a);
 bool syncmem_away_gone(const struct syncmem_waiter *w);
+struct task_struct *syncmem_away_task(const struct syncmem_sync_waiter *sw);
 
 /* owner.c */
 int syncmem_owner_init(void);
@@ -297,6 +311,8 @@ u64 syncmem_owner_current_process(void);
 long syncmem_ioctl_owner(void __user *uarg);
 bool syncmem_process_exec_id(struct pid *tgid, u64 *exec_id);
 int syncmem_owner_watch_handle(struct syncmem_handle *h);
+bool syncmem_owner_describe(u64 id, struct pid_namespace *ns, s32 *pid,
+			    s32 *tid, bool *process);
 void syncmem_owner_unwatch_handle(struct syncmem_handle *h);
 
 /* async.c */
@@ -314,6 +330,8 @@ __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 			     poll_table *pt);
 void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result);
 bool syncmem_async_gone(const struct syncmem_waiter *w);
+s32 syncmem_async_pid(const struct syncmem_waiter *w, struct pid_namespace *ns);
+void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h);
 void syncmem_async_reap(struct syncmem_handle *h, struct pid *tgid);
 void syncmem_handle_get(struct syncmem_handle *h);
 void syncmem_handle_put(struct syncmem_handle *h);
@@ -323,6 +341,18 @@ void syncmem_on_close_init(struct syncmem_handle *h);
 void syncmem_on_close_run(struct syncmem_handle *h);
 long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_disarm(struct syncmem_handle *h, void __user *uarg);
+void syncmem_on_close_show(struct seq_file *m, struct syncmem_handle *h);
+
+/* objects.c: names of objects in a region */
+void syncmem_objects_init(struct syncmem_region *r);
+void syncmem_objects_destroy(struct syncmem_region *r);
+long syncmem_ioctl_object_name(struct syncmem_region *r, void __user *uarg);
+long syncmem_ioctl_objects(struct syncmem_region *r, void __user *uarg);
+
+/* introspect.c: who waits and who holds */
+long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg);
+long syncmem_ioctl_who(struct syncmem_region *r, void __user *uarg);
+void syncmem_region_show_fdinfo(struct seq_file *m, struct file *file);
 
 /* names.c */
 int syncmem_ns_init(void);

@@ -41,7 +41,9 @@
 #include <linux/sched/signal.h>
 #include <linux/sched/stat.h>
 #include <linux/sched/task.h>
+#include <linux/pid_namespace.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 
@@ -478,7 +480,7 @@ static void *syncmem_region_word(struct syncmem_region *r, u64 offset)
 	       offset_in_page(offset);
 }
 
-static u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size)
+u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size)
 {
 	void *p = syncmem_region_word(r, offset);
 
@@ -1022,6 +1024,8 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 		if (!syncmem_owner_alive(id))
 			goto take_over;
 	}
+	w->since = ktime_get_ns();
+	w->deadline = arg->deadline_ns;
 	syncmem_waiter_link(r, b, q, w);
 	ret = admit ? admit(w) : 0;
 	if (ret) {
@@ -1487,4 +1491,134 @@ void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
 		return;
 	}
 	syncmem_notify(r, offset, 1);
+}
+
+/* Under b->lock: what a caller in @ns may know of queued waiter @w. */
+static void syncmem_waiter_describe(const struct syncmem_waiter *w,
+				    struct pid_namespace *ns,
+				    struct syncmem_waiter_entry *e)
+{
+	const struct syncmem_sync_waiter *sw;
+	struct task_struct *task;
+
+	*e = (struct syncmem_waiter_entry){
+		.offset = w->q->offset,
+		.since_ns = w->since,
+		.deadline_ns = w->deadline,
+		.owner = w->owner,
+		.size = w->size,
+	};
+	if (w->observer)
+		e->flags |= SYNCMEM_WAITER_OBSERVER;
+	if (w->owner)
+		e->flags |= SYNCMEM_WAITER_OWNER;
+	if (w->async) {
+		e->flags |= SYNCMEM_WAITER_ASYNC;
+		e->pid = syncmem_async_pid(w, ns);
+		return;
+	}
+	/*
+	 * A blocked waiter's task is in its call (it leaves the queue before
+	 * returning); a waiter away holds a reference on its task.
+	 */
+	sw = container_of(w, struct syncmem_sync_waiter, w);
+	task = sw->task;
+	if (!task) {
+		e->flags |= SYNCMEM_WAITER_AWAY;
+		task = syncmem_away_task(sw);
+	}
+	e->pid = task_tgid_nr_ns(task, ns);
+	e->tid = task_pid_nr_ns(task, ns);
+}
+
+/* Under b->lock: the next of two arrival-ordered lists, by arrival. */
+static struct syncmem_waiter *syncmem_older(struct syncmem_waiter *a,
+					    struct syncmem_waiter *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return a->seq < b->seq ? a : b;
+}
+
+/* The waiter after @w in the list @head, or NULL. */
+static struct syncmem_waiter *syncmem_waiter_next(struct syncmem_waiter *w,
+						  struct list_head *head)
+{
+	return list_is_last(&w->node, head) ? NULL : list_next_entry(w, node);
+}
+
+/* Under b->lock: describe the waiters of @q in arrival order. */
+static void syncmem_queue_describe(struct syncmem_queue *q, struct pid_namespace *ns,
+				   struct syncmem_waiter_entry *out, u32 cap,
+				   u32 *n, u64 *total)
+{
+	struct syncmem_waiter *wa, *ob, *w;
+	u32 position = 0;
+
+	wa = list_first_entry_or_null(&q->waiters, struct syncmem_waiter, node);
+	ob = list_first_entry_or_null(&q->observers, struct syncmem_waiter, node);
+	while ((w = syncmem_older(wa, ob))) {
+		if (w == wa)
+			wa = syncmem_waiter_next(wa, &q->waiters);
+		else
+			ob = syncmem_waiter_next(ob, &q->observers);
+		if (*n < cap) {
+			syncmem_waiter_describe(w, ns, &out[*n]);
+			out[(*n)++].position = position;
+		}
+		position++;
+		(*total)++;
+	}
+}
+
+static int syncmem_waiter_entry_cmp(const void *a, const void *b)
+{
+	const struct syncmem_waiter_entry *x = a, *y = b;
+
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->position < y->position ? -1 : x->position > y->position;
+}
+
+/**
+ * syncmem_waiters_snapshot - describe the waiters of a region
+ * @r:		The region (a reference is held by the caller).
+ * @one:	Only the word at @offset.
+ * @offset:	See @one.
+ * @out:	Filled with up to @cap entries, sorted by offset and arrival.
+ * @cap:	Length of @out.
+ * @total:	Set to the number of waiters found.
+ *
+ * Each queue is read whole under its bucket lock. Returns the entries
+ * written. When @total exceeds @cap, which words' waiters were left out
+ * depends on the hash order; each word listed has its queue's positions.
+ */
+long syncmem_waiters_snapshot(struct syncmem_region *r, bool one, u64 offset,
+			      struct syncmem_waiter_entry *out, u32 cap,
+			      u64 *total)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	unsigned long i, first = 0, last = (1UL << r->bucket_bits) - 1;
+	struct syncmem_queue *q;
+	u32 n = 0;
+
+	*total = 0;
+	if (one) {
+		first = syncmem_bucket_of(r, offset) - r->buckets;
+		last = first;
+	}
+	for (i = first; i <= last; i++) {
+		struct syncmem_bucket *b = &r->buckets[i];
+
+		spin_lock(&b->lock);
+		hlist_for_each_entry(q, &b->queues, node)
+			if (!one || q->offset == offset)
+				syncmem_queue_describe(q, ns, out, cap, &n, total);
+		spin_unlock(&b->lock);
+		cond_resched();
+	}
+	sort(out, n, sizeof(*out), syncmem_waiter_entry_cmp, NULL);
+	return n;
 }

@@ -36,7 +36,7 @@
 #define SYNCMEM_FEAT_HANDOFF_WAITERS	(1ULL << 8)  /* SYNCMEM_HANDOFF_WAITERS */
 #define SYNCMEM_FEAT_OWNER_QUERY	(1ULL << 9)  /* SYNCMEM_OWNER_QUERY, _NOBODY */
 #define SYNCMEM_FEAT_ON_CLOSE_ADD	(1ULL << 10) /* SYNCMEM_ON_CLOSE_ADD, _DISARM_UNDO */
-#define SYNCMEM_FEAT_INTROSPECT		(1ULL << 11) /* WAITERS, WHO, OBJECT_NAME, OBJECTS, fdinfo */
+#define SYNCMEM_FEAT_INTROSPECT		(1ULL << 11) /* WAITERS, WHO, OBJECT_NAME(S) */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -669,8 +669,7 @@ struct syncmem_unlock {
 #define SYNCMEM_WAITER_ASYNC		(1U << 0)  /* an async wait: @tid is 0 */
 #define SYNCMEM_WAITER_OBSERVER		(1U << 1)  /* through a read-only region fd */
 #define SYNCMEM_WAITER_OWNER		(1U << 2)  /* a LOCK_WAIT: @owner is set */
-#define SYNCMEM_WAITER_AWAY		(1U << 3)  /* its thread runs a signal handler,
-						    * is stopped or frozen */
+#define SYNCMEM_WAITER_AWAY		(1U << 3)  /* in a signal handler, stopped, frozen */
 
 /**
  * struct syncmem_waiter_entry - one queued waiter (all output)
@@ -714,8 +713,10 @@ struct syncmem_waiter_entry {
  * @flags:	In: SYNCMEM_WAITERS_* bits.
  * @offset:	In: with SYNCMEM_WAITERS_WORD, the word's byte offset (a
  *		multiple of 4 inside the region); else must be zero.
- * @total:	Out: waiters found; more than @count when the array was short
- *		(the first @count in the order below were written).
+ * @total:	Out: waiters found. More than @count when the array was
+ *		short: which waiters were left out is then unspecified (each
+ *		one written still has its true @position); call again with a
+ *		larger array.
  *
  * Entries are sorted by word offset, and each word's waiters by arrival.
  * Each word's queue is read at one instant under its lock; different words
@@ -781,7 +782,8 @@ struct syncmem_who {
 /**
  * struct syncmem_object_name - name an object of the region (region fd ioctl)
  * @offset:	In: byte offset of the object, a multiple of 4.
- * @size:	In: bytes it spans, 1 or more, all inside the region.
+ * @size:	In: bytes it spans, 1 or more, all inside the region; 0
+ *		when removing.
  * @name:	In: user address of the name bytes (no NUL), or 0 to remove
  *		the name at @offset.
  * @name_len:	In: 1..SYNCMEM_OBJECT_NAME_MAX printable ASCII bytes; 0
