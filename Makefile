@@ -61,8 +61,11 @@ HOSTTEST_SRCS := $(sort $(wildcard tests/host/*_test.c))
 HOSTTESTS := $(patsubst tests/host/%.c,$(BUILD)/host/%,$(HOSTTEST_SRCS))
 # lock_instructions reaches into the library's internals and runs on the host.
 TOOL_SRCS := $(sort $(filter-out tools/bench/lock_instructions.c, \
-	$(wildcard tools/syncmemctl/*.c tools/demo/*.c tools/bench/*.c)))
-TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS))))
+	$(wildcard tools/demo/*.c tools/bench/*.c)))
+# syncmemctl is one program made of every tools/syncmemctl/*.c.
+SYNCMEMCTL_SRCS := $(sort $(wildcard tools/syncmemctl/*.c))
+SYNCMEMCTL_HDRS := $(wildcard tools/syncmemctl/*.h)
+TOOLS := $(addprefix $(BUILD)/tools/,$(notdir $(basename $(TOOL_SRCS)))) $(BUILD)/tools/syncmemctl
 REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tools/fuzz/repro/*.c))
 
 # The module's own sources: not the syncmem.mod.c a build writes next to them.
@@ -176,6 +179,10 @@ tools: $(TOOLS) $(BUILD)/tools/fuzz $(BUILD)/tools/libfuzz $(REPROS)
 $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h selftests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+
+$(BUILD)/tools/syncmemctl: $(SYNCMEMCTL_SRCS) $(SYNCMEMCTL_HDRS) lib/libsyncmem.a
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $(SYNCMEMCTL_SRCS) lib/libsyncmem.a $(PROG_LDFLAGS) -luring
 
 # The kernel fuzzer: raw ioctls, no library (tools/fuzz, Documentation/syncmem/testing.rst).
 FUZZ_SRCS := $(sort $(wildcard tools/fuzz/*.c))

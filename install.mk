@@ -38,10 +38,10 @@ man: $(BUILD)/man/.stamp
 
 # The installed syncmemctl uses the installed shared library (the one in
 # build/tools is static, for the busybox guest).
-$(BUILD)/installed/syncmemctl: tools/syncmemctl/syncmemctl.c lib/$(SONAME) $(LIB_HDRS)
+$(BUILD)/installed/syncmemctl: $(SYNCMEMCTL_SRCS) $(SYNCMEMCTL_HDRS) lib/$(SONAME) $(LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CPPFLAGS_ALL) $(LDFLAGS) -o $@ $< \
-		lib/$(SONAME)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CPPFLAGS_ALL) $(LDFLAGS) -o $@ \
+		$(SYNCMEMCTL_SRCS) lib/$(SONAME)
 
 .PHONY: install uninstall man
 install: lib $(BUILD)/installed/syncmemctl $(BUILD)/man/.stamp
