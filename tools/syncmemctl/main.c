@@ -28,6 +28,8 @@ static const struct command commands[] = {
 	{ "regions",   0, 0,  0,       cmd_regions },
 	{ "create",    2, 3,  0,       cmd_create },
 	{ "unlink",    1, 1,  0,       cmd_unlink },
+	{ "waiters",   1, 1,  0,       cmd_waiters },
+	{ "locks",     1, 1,  0,       cmd_locks },
 };
 
 static int usage(FILE *f)
@@ -37,7 +39,9 @@ static int usage(FILE *f)
 		"       syncmemctl stats [--json]\n"
 		"       syncmemctl regions [--json]\n"
 		"       syncmemctl create NAME SIZE [MODE] [--json]\n"
-		"       syncmemctl unlink NAME [--json]\n");
+		"       syncmemctl unlink NAME [--json]\n"
+		"       syncmemctl waiters REGION [--json]\n"
+		"       syncmemctl locks REGION [--json]\n");
 	return f == stdout ? 0 : EXIT_ERROR;
 }
 

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * syncmemctl locks REGION: who holds each named lock, gate and rwlock, a
+ * semaphore's value, and who waits for them in queue order; words with lock
+ * waiters that have no name; the waiter counts of the other named objects.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "json.h"
+#include "syncmemctl.h"
+
+/* Objects whose first 8-byte word is an owner word (a rwlock's turnstile). */
+static bool owner_kind(int kind)
+{
+	return kind == SYNCMEM_OBJ_LOCK || kind == SYNCMEM_OBJ_GATE ||
+	       kind == SYNCMEM_OBJ_RWLOCK;
+}
+
+/* Listed with their state and queue, not only counted. */
+static bool lock_kind(int kind)
+{
+	return owner_kind(kind) || kind == SYNCMEM_OBJ_SEM;
+}
+
+static bool in_range(uint64_t off, uint64_t start, uint64_t size)
+{
+	return off >= start && off - start < size;
+}
+
+static int count_in(const struct snapshot *s, uint64_t start, uint64_t size)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nw; i++)
+		n += in_range(s->w[i].offset, start, size);
+	return n;
+}
+
+/* The holder of the owner word at @offset: 0 or -errno. */
+static int holder_at(const struct snapshot *s, uint64_t offset, struct syncmem_holder_info *h)
+{
+	const uint64_t *word = snap_word(s, offset);
+
+	if (!word)
+		return -EINVAL;
+	return syncmem_holder(s->r, word, h);
+}
+
+/*
+ * A semaphore's units: the low 32 bits of its word, read as they are now
+ * (whatever a writer put there: only printed). -1 when it cannot be read.
+ */
+static long long sem_value(const struct snapshot *s, uint64_t offset)
+{
+	const uint64_t *word = snap_word(s, offset);
+
+	if (!word)
+		return -1;
+	return (uint32_t)__atomic_load_n(word, __ATOMIC_RELAXED);
+}
+
+/* ---- text ---- */
+
+static void print_queue(const struct snapshot *s, uint64_t start, uint64_t size)
+{
+	bool header = false;
+
+	for (int i = 0; i < s->nw; i++) {
+		const struct syncmem_waiter_info *w = &s->w[i];
+		char kind[32], waited[16];
+
+		if (!in_range(w->offset, start, size))
+			continue;
+		if (!header)
+			printf("    %4s %7s %7s %-18s %8s  %s\n", "POS", "PID", "TID", "KIND",
+			       "WAITED", "WORD");
+		header = true;
+		printf("    %4u %7d %7d %-18s %8s  0x%" PRIx64 "\n", w->position, (int)w->pid,
+		       (int)w->tid, wait_kind_text(kind, sizeof(kind), w->flags),
+		       duration_text(waited, sizeof(waited), s->when_ns - w->since_ns), w->offset);
+	}
+}
+
+/* ", 2 waiters" and the queue below. */
+static void print_waiters(const struct snapshot *s, uint64_t start, uint64_t size)
+{
+	int n = count_in(s, start, size);
+
+	if (!n)
+		printf(", no waiters\n");
+	else
+		printf(", %d waiter%s\n", n, n == 1 ? "" : "s");
+	print_queue(s, start, size);
+}
+
+static void print_state(const struct snapshot *s, int kind, uint64_t offset)
+{
+	struct syncmem_holder_info h;
+	char buf[96];
+	int err;
+
+	if (kind == SYNCMEM_OBJ_SEM) {
+		long long v = sem_value(s, offset);
+
+		if (v < 0)
+			printf("value unreadable (not an aligned 8-byte word)");
+		else
+			printf("value %lld", v);
+		return;
+	}
+	err = holder_at(s, offset, &h);
+	if (err)
+		printf("holder unknown (%s)", syncmem_strerror(err));
+	else
+		printf("%s%s", kind == SYNCMEM_OBJ_RWLOCK ? "turnstile " : "",
+		       holder_text(buf, sizeof(buf), &h, kind));
+}
+
+/* Distinct words with lock waiters that no lock, gate, rwlock or sem names. */
+static bool unnamed_lock_word(const struct snapshot *s, int i)
+{
+	const struct syncmem_waiter_info *w = &s->w[i];
+	const struct syncmem_object_info *obj;
+
+	if (!(w->flags & SYNCMEM_WAITER_OWNER))
+		return false;
+	for (int k = 0; k < i; k++)
+		if (s->w[k].offset == w->offset && (s->w[k].flags & SYNCMEM_WAITER_OWNER))
+			return false;	/* listed at its first lock waiter */
+	obj = snap_object_at(s, w->offset);
+	return !obj || !lock_kind(obj->kind);
+}
+
+static void print_locks_text(const struct snapshot *s)
+{
+	char shown[NAME_TEXT_MAX], obj[96];
+	bool others = false;
+
+	printf("region %s\n", name_text(shown, sizeof(shown), s->name, strlen(s->name)));
+	for (int i = 0; i < s->nobjs; i++) {
+		const struct syncmem_object_info *o = &s->objs[i];
+
+		if (!lock_kind(o->kind))
+			continue;
+		printf("%s at 0x%" PRIx64 ": ", object_text(obj, sizeof(obj), o, o->offset),
+		       o->offset);
+		print_state(s, o->kind, o->offset);
+		print_waiters(s, o->offset, o->size);
+	}
+	for (int i = 0; i < s->nw; i++) {
+		const struct syncmem_waiter_info *w = &s->w[i];
+		const struct syncmem_object_info *in;
+
+		if (!unnamed_lock_word(s, i))
+			continue;
+		in = snap_object_at(s, w->offset);
+		printf("lock at 0x%" PRIx64, w->offset);
+		if (in)
+			printf(" (in %s)", object_text(obj, sizeof(obj), in, in->offset));
+		printf(": ");
+		print_state(s, SYNCMEM_OBJ_LOCK, w->offset);
+		print_waiters(s, w->offset, 1);
+	}
+	for (int i = 0; i < s->nobjs; i++) {
+		const struct syncmem_object_info *o = &s->objs[i];
+		int n;
+
+		if (lock_kind(o->kind))
+			continue;
+		if (!others)
+			printf("other objects:\n");
+		others = true;
+		n = count_in(s, o->offset, o->size);
+		printf("  %s at 0x%" PRIx64 ", %" PRIu64 " bytes, %d waiter%s\n",
+		       object_text(obj, sizeof(obj), o, o->offset), o->offset, o->size, n,
+		       n == 1 ? "" : "s");
+	}
+	if (s->total > s->nw)
+		printf("(only %d of %d waiters were read)\n", s->nw, s->total);
+}
+
+/* ---- JSON ---- */
+
+static void json_queue(struct json *j, const struct snapshot *s, uint64_t start,
+		       uint64_t size)
+{
+	json_array(j, "waiters");
+	for (int i = 0; i < s->nw; i++)
+		if (in_range(s->w[i].offset, start, size))
+			json_waiter(j, s, &s->w[i]);
+	json_array_end(j);
+}
+
+static void json_state(struct json *j, const struct snapshot *s, int kind, uint64_t offset)
+{
+	struct syncmem_holder_info h;
+	int err;
+
+	if (kind == SYNCMEM_OBJ_SEM) {
+		long long v = sem_value(s, offset);
+
+		if (v < 0)
+			json_null(j, "value");
+		else
+			json_int(j, "value", v);
+		return;
+	}
+	err = holder_at(s, offset, &h);
+	if (!err) {
+		json_holder(j, &h);
+		return;
+	}
+	json_str(j, "state", "unknown");
+	json_str(j, "error", syncmem_strerror(err));
+	json_null(j, "word");
+	json_null(j, "holder");
+}
+
+static void print_locks_json(const struct snapshot *s)
+{
+	struct json j;
+	char k[16];
+
+	json_start(&j, stdout);
+	json_object(&j, NULL);
+	json_str(&j, "region", s->name);
+	json_int(&j, "now_ns", s->when_ns);
+	json_bool(&j, "truncated", s->total > s->nw);
+	json_array(&j, "locks");
+	for (int i = 0; i < s->nobjs; i++) {
+		const struct syncmem_object_info *o = &s->objs[i];
+
+		if (!lock_kind(o->kind))
+			continue;
+		json_object(&j, NULL);
+		json_bytes(&j, "name", o->name, strnlen(o->name, sizeof(o->name)));
+		json_str(&j, "kind", kind_name(o->kind, k, sizeof(k)));
+		json_uint(&j, "offset", o->offset);
+		json_uint(&j, "size", o->size);
+		json_state(&j, s, o->kind, o->offset);
+		json_queue(&j, s, o->offset, o->size);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	json_array(&j, "unnamed");
+	for (int i = 0; i < s->nw; i++) {
+		uint64_t off = s->w[i].offset;
+
+		if (!unnamed_lock_word(s, i))
+			continue;
+		json_object(&j, NULL);
+		json_uint(&j, "offset", off);
+		json_object_ref(&j, "object", snap_object_at(s, off));
+		json_state(&j, s, SYNCMEM_OBJ_LOCK, off);
+		json_queue(&j, s, off, 1);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	json_array(&j, "objects");
+	for (int i = 0; i < s->nobjs; i++) {
+		const struct syncmem_object_info *o = &s->objs[i];
+
+		if (lock_kind(o->kind))
+			continue;
+		json_object(&j, NULL);
+		json_bytes(&j, "name", o->name, strnlen(o->name, sizeof(o->name)));
+		json_str(&j, "kind", kind_name(o->kind, k, sizeof(k)));
+		json_uint(&j, "offset", o->offset);
+		json_uint(&j, "size", o->size);
+		json_int(&j, "waiters", count_in(s, o->offset, o->size));
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	json_object_end(&j);
+	json_finish(&j);
+}
+
+int cmd_locks(const struct options *o)
+{
+	struct snapshot s;
+	int err = snap_load("locks", o->args[0], &s);
+
+	if (err)
+		return err;
+	if (o->json)
+		print_locks_json(&s);
+	else
+		print_locks_text(&s);
+	snap_close(&s);
+	return 0;
+}
