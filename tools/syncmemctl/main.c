@@ -30,6 +30,7 @@ static const struct command commands[] = {
 	{ "unlink",    1, 1,  0,       cmd_unlink },
 	{ "waiters",   1, 1,  0,       cmd_waiters },
 	{ "locks",     1, 1,  0,       cmd_locks },
+	{ "top",       0, -1, OPT_TOP, cmd_top },
 };
 
 static int usage(FILE *f)
@@ -41,7 +42,8 @@ static int usage(FILE *f)
 		"       syncmemctl create NAME SIZE [MODE] [--json]\n"
 		"       syncmemctl unlink NAME [--json]\n"
 		"       syncmemctl waiters REGION [--json]\n"
-		"       syncmemctl locks REGION [--json]\n");
+		"       syncmemctl locks REGION [--json]\n"
+		"       syncmemctl top [REGION...] [--interval MS] [--iterations N] [--json]\n");
 	return f == stdout ? 0 : EXIT_ERROR;
 }
 
