@@ -31,6 +31,7 @@ static const struct command commands[] = {
 	{ "waiters",   1, 1,  0,       cmd_waiters },
 	{ "locks",     1, 1,  0,       cmd_locks },
 	{ "top",       0, -1, OPT_TOP, cmd_top },
+	{ "deadlocks", 0, -1, 0,       cmd_deadlocks },
 };
 
 static int usage(FILE *f)
@@ -43,7 +44,8 @@ static int usage(FILE *f)
 		"       syncmemctl unlink NAME [--json]\n"
 		"       syncmemctl waiters REGION [--json]\n"
 		"       syncmemctl locks REGION [--json]\n"
-		"       syncmemctl top [REGION...] [--interval MS] [--iterations N] [--json]\n");
+		"       syncmemctl top [REGION...] [--interval MS] [--iterations N] [--json]\n"
+		"       syncmemctl deadlocks [REGION...] [--json]\n");
 	return f == stdout ? 0 : EXIT_ERROR;
 }
 

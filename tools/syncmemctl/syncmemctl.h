@@ -48,12 +48,13 @@ int dev_ioctl(unsigned long req, void *arg);
 /* A /dev/syncmem handle (or $SYNCMEM_DEVICE's, as the library opens): fd or -errno. */
 int dev_open(void);
 
-/* ---- regions.c, waiters.c, locks.c, top.c ---- */
+/* ---- regions.c, waiters.c, locks.c, top.c, deadlocks.c ---- */
 
 int cmd_regions(const struct options *o);
 int cmd_waiters(const struct options *o);
 int cmd_locks(const struct options *o);
 int cmd_top(const struct options *o);
+int cmd_deadlocks(const struct options *o);
 
 /* ---- snapshot.c: what the kernel says about regions ---- */
 
