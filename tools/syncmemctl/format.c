@@ -172,19 +172,24 @@ void json_mode(struct json *j, const char *key, unsigned int mode)
 	json_str(j, key, buf);
 }
 
-void json_object_ref(struct json *j, const char *key, const struct syncmem_object_info *obj)
+void json_object_members(struct json *j, const struct syncmem_object_info *obj)
 {
 	char k[16];
 
+	json_bytes(j, "name", obj->name, strnlen(obj->name, sizeof(obj->name)));
+	json_str(j, "kind", kind_name(obj->kind, k, sizeof(k)));
+	json_uint(j, "offset", obj->offset);
+	json_uint(j, "size", obj->size);
+}
+
+void json_object_ref(struct json *j, const char *key, const struct syncmem_object_info *obj)
+{
 	if (!obj) {
 		json_null(j, key);
 		return;
 	}
 	json_object(j, key);
-	json_bytes(j, "name", obj->name, strnlen(obj->name, sizeof(obj->name)));
-	json_str(j, "kind", kind_name(obj->kind, k, sizeof(k)));
-	json_uint(j, "offset", obj->offset);
-	json_uint(j, "size", obj->size);
+	json_object_members(j, obj);
 	json_object_end(j);
 }
 

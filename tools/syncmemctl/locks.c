@@ -222,7 +222,6 @@ static void json_state(struct json *j, const struct snapshot *s, int kind, uint6
 static void print_locks_json(const struct snapshot *s)
 {
 	struct json j;
-	char k[16];
 
 	json_start(&j, stdout);
 	json_object(&j, NULL);
@@ -236,10 +235,7 @@ static void print_locks_json(const struct snapshot *s)
 		if (!lock_kind(o->kind))
 			continue;
 		json_object(&j, NULL);
-		json_bytes(&j, "name", o->name, strnlen(o->name, sizeof(o->name)));
-		json_str(&j, "kind", kind_name(o->kind, k, sizeof(k)));
-		json_uint(&j, "offset", o->offset);
-		json_uint(&j, "size", o->size);
+		json_object_members(&j, o);
 		json_state(&j, s, o->kind, o->offset);
 		json_queue(&j, s, o->offset, o->size);
 		json_object_end(&j);
@@ -266,10 +262,7 @@ static void print_locks_json(const struct snapshot *s)
 		if (lock_kind(o->kind))
 			continue;
 		json_object(&j, NULL);
-		json_bytes(&j, "name", o->name, strnlen(o->name, sizeof(o->name)));
-		json_str(&j, "kind", kind_name(o->kind, k, sizeof(k)));
-		json_uint(&j, "offset", o->offset);
-		json_uint(&j, "size", o->size);
+		json_object_members(&j, o);
 		json_int(&j, "waiters", count_in(s, o->offset, o->size));
 		json_object_end(&j);
 	}

@@ -143,6 +143,8 @@ const char *object_text(char *buf, size_t cap, const struct syncmem_object_info 
 struct json;
 /* Permission bits as a string of octal digits, "0640". */
 void json_mode(struct json *j, const char *key, unsigned int mode);
+/* The members "name", "kind", "offset" and "size" of a named object. */
+void json_object_members(struct json *j, const struct syncmem_object_info *obj);
 /* {"name", "kind", "offset", "size"} of a named object, or null. */
 void json_object_ref(struct json *j, const char *key,
 		     const struct syncmem_object_info *obj);
