@@ -129,10 +129,20 @@ bool syncmem_async_gone(const struct syncmem_waiter *w)
 	return READ_ONCE(a->h->closed) || syncmem_async_orphan(a);
 }
 
-/* Under its bucket lock: the process of async waiter @w, as @ns sees it. */
-s32 syncmem_async_pid(const struct syncmem_waiter *w, struct pid_namespace *ns)
+static u64 syncmem_async_deadline(const struct syncmem_async *a)
 {
-	return pid_nr_ns(container_of(w, struct syncmem_async, w)->tgid, ns);
+	return a->timed ? ktime_to_ns(container_of(a, struct syncmem_async_timed, a)->deadline) :
+	       SYNCMEM_NO_DEADLINE;
+}
+
+/* Under its bucket lock: the process and deadline of async waiter @w. */
+void syncmem_async_describe(const struct syncmem_waiter *w, struct pid_namespace *ns,
+			    struct syncmem_waiter_entry *e)
+{
+	const struct syncmem_async *a = container_of(w, struct syncmem_async, w);
+
+	e->pid = pid_nr_ns(a->tgid, ns);
+	e->deadline_ns = syncmem_async_deadline(a);
 }
 
 static void syncmem_async_free(struct syncmem_async *a)
@@ -792,11 +802,14 @@ void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h)
 		completions++;
 	seq_printf(m, "syncmem-completions:\t%u\n", completions);
 	list_for_each_entry(a, &h->pending_list, node) {
-		seq_printf(m, "syncmem-wait:\tregion=%lu offset=0x%llx size=%u user_data=0x%llx since=%llu",
+		u64 deadline = syncmem_async_deadline(a);
+
+		/* Pending: queued, or claimed and about to be completed. */
+		seq_printf(m, "syncmem-wait:\tregion=%lu offset=0x%llx size=%u user_data=0x%llx",
 			   a->region->inode->i_ino, a->offset, a->w.size,
-			   a->user_data, a->w.since);
-		if (a->w.deadline != SYNCMEM_NO_DEADLINE)
-			seq_printf(m, " deadline=%llu", a->w.deadline);
+			   a->user_data);
+		if (deadline != SYNCMEM_NO_DEADLINE)
+			seq_printf(m, " deadline=%llu", deadline);
 		if (a->w.owner)
 			seq_printf(m, " owner=0x%llx", a->w.owner);
 		seq_puts(m, a->w.observer ? " observer\n" : "\n");

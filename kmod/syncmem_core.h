@@ -46,7 +46,12 @@ struct syncmem_waiter {
 	struct syncmem_queue *q;	/* valid while queued (under b->lock) */
 	struct syncmem_bucket *b;	/* the bucket of its word, once queued */
 	union {
-		u64 seq;		/* arrival number in its bucket, while queued */
+		/*
+		 * While queued: its arrival stamp, the CLOCK_MONOTONIC ns it
+		 * was queued at, made strictly greater than the stamp of the
+		 * bucket's previous arrival, so that stamps order arrivals.
+		 */
+		u64 seq;
 		u64 handoff_value;	/* once claimed by a HANDOFF: its value */
 	};
 	int state;	/* enum syncmem_waiter_state; leaves QUEUED under b->lock */
@@ -55,8 +60,6 @@ struct syncmem_waiter {
 	u8 size;			/* of its word, 4 or 8 */
 	u8 handoff_flags;		/* once claimed by a HANDOFF: its flags */
 	u64 owner;			/* owner waits: the id it waits as, else 0 */
-	u64 since;			/* CLOCK_MONOTONIC ns it was queued at */
-	u64 deadline;			/* its deadline_ns (for introspection) */
 };
 
 /* A blocked WAIT: on its task's stack, or away from its call (away.c). */
@@ -64,6 +67,7 @@ struct syncmem_sync_waiter {
 	struct syncmem_waiter w;
 	struct task_struct *task;	/* to wake when claimed; NULL while away */
 	bool heir;			/* an owner wait next in line: may spin */
+	u64 deadline;			/* its deadline_ns, for introspection */
 };
 
 struct syncmem_away;
@@ -330,7 +334,8 @@ __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 			     poll_table *pt);
 void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result);
 bool syncmem_async_gone(const struct syncmem_waiter *w);
-s32 syncmem_async_pid(const struct syncmem_waiter *w, struct pid_namespace *ns);
+void syncmem_async_describe(const struct syncmem_waiter *w, struct pid_namespace *ns,
+			    struct syncmem_waiter_entry *e);
 void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h);
 void syncmem_async_reap(struct syncmem_handle *h, struct pid *tgid);
 void syncmem_handle_get(struct syncmem_handle *h);

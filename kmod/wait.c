@@ -52,7 +52,7 @@
 
 struct syncmem_bucket {
 	spinlock_t lock;		/* seq, queues and their waiters */
-	u64 seq;			/* arrivals so far */
+	u64 seq;			/* stamp of the latest arrival */
 	struct hlist_head queues;
 };
 
@@ -703,6 +703,7 @@ bool syncmem_waiter_move(struct syncmem_waiter *from,
 	if (moved) {
 		to->w = *from;
 		to->task = NULL;
+		to->deadline = container_of(from, struct syncmem_sync_waiter, w)->deadline;
 		list_replace(&from->node, &to->w.node);
 	}
 	spin_unlock(&b->lock);
@@ -943,7 +944,8 @@ static void syncmem_waiter_link(struct syncmem_region *r, struct syncmem_bucket 
 	w->state = SYNCMEM_W_QUEUED;
 	w->q = q;
 	w->b = b;
-	w->seq = ++b->seq;
+	w->seq = max(ktime_get_ns(), b->seq + 1);
+	b->seq = w->seq;
 	if (q->idle) {
 		q->idle = false;
 		atomic_dec(&r->nr_idle_queues);
@@ -1024,8 +1026,6 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 		if (!syncmem_owner_alive(id))
 			goto take_over;
 	}
-	w->since = ktime_get_ns();
-	w->deadline = arg->deadline_ns;
 	syncmem_waiter_link(r, b, q, w);
 	ret = admit ? admit(w) : 0;
 	if (ret) {
@@ -1093,6 +1093,7 @@ static long syncmem_wait(struct syncmem_region *r, bool observer,
 		.w.owner = call->owner,
 		.w.size = arg->size,
 		.task = current,
+		.deadline = arg->deadline_ns,
 	};
 	struct syncmem_sync_waiter *sw = &stack_waiter;
 	bool parked;
@@ -1503,8 +1504,7 @@ static void syncmem_waiter_describe(const struct syncmem_waiter *w,
 
 	*e = (struct syncmem_waiter_entry){
 		.offset = w->q->offset,
-		.since_ns = w->since,
-		.deadline_ns = w->deadline,
+		.since_ns = w->seq,
 		.owner = w->owner,
 		.size = w->size,
 	};
@@ -1514,7 +1514,7 @@ static void syncmem_waiter_describe(const struct syncmem_waiter *w,
 		e->flags |= SYNCMEM_WAITER_OWNER;
 	if (w->async) {
 		e->flags |= SYNCMEM_WAITER_ASYNC;
-		e->pid = syncmem_async_pid(w, ns);
+		syncmem_async_describe(w, ns, e);
 		return;
 	}
 	/*
@@ -1522,6 +1522,7 @@ static void syncmem_waiter_describe(const struct syncmem_waiter *w,
 	 * returning); a waiter away holds a reference on its task.
 	 */
 	sw = container_of(w, struct syncmem_sync_waiter, w);
+	e->deadline_ns = sw->deadline;
 	task = sw->task;
 	if (!task) {
 		e->flags |= SYNCMEM_WAITER_AWAY;
