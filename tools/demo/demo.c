@@ -12,10 +12,14 @@
  *  5. the lock model's readers and writers: 5 writer and 5 reader processes
  *     pass a bounded buffer of triplets around with gates (wait/signal);
  *  6. single-flight: 8 processes ask for the same key at once, the work runs
- *     once and all of them get its result.
+ *     once and all of them get its result;
+ *  7. what syncmemctl shows of the demo's own named objects: a lock held by
+ *     one process with two more queued on it, a semaphore, a closed gate.
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -381,6 +385,109 @@ static int demo_flight(void)
 	return bad;
 }
 
+/* ---- 7. syncmemctl locks on the demo's own objects ---- */
+
+#define LOCKS_REGION "syncmem-demo-locks"
+
+struct locks_page {
+	struct syncmem_lock jobs;
+	struct syncmem_sem slots;
+	struct syncmem_gate ready;
+};
+
+/* Run build/tools/syncmemctl (beside this program) with @args; its status. */
+static int run_syncmemctl(char *const args[])
+{
+	char self[PATH_MAX], ctl[PATH_MAX + 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+	int status;
+	pid_t pid;
+
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	snprintf(ctl, sizeof(ctl), "%s/syncmemctl", self);
+	pid = fork();
+	if (pid == 0) {
+		execv(ctl, args);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Take the lock, then (the first one) hold it until the gate opens. */
+static int locks_child(bool holder)
+{
+	struct syncmem_region *r;
+	struct locks_page *pg;
+
+	if (syncmem_open(LOCKS_REGION, 0, 0, 0, &r))
+		return 1;
+	pg = syncmem_base(r);
+	if (syncmem_lock_timed(r, &pg->jobs, 30000000000LL))
+		return 1;
+	if (holder && syncmem_gate_wait(r, &pg->ready, 30000000000LL))
+		return 1;
+	syncmem_unlock(r, &pg->jobs);
+	syncmem_close(r);
+	return 0;
+}
+
+static int demo_syncmemctl(void)
+{
+	char *args[] = { "syncmemctl", "locks", LOCKS_REGION, NULL };
+	struct syncmem_region *r;
+	struct locks_page *pg;
+	pid_t kids[3];
+	int err, failed = 0;
+
+	syncmem_unlink(LOCKS_REGION);
+	err = syncmem_open(LOCKS_REGION, 4096, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &r);
+	if (err) {
+		fprintf(stderr, "demo: %s\n", syncmem_strerror(err));
+		return 1;
+	}
+	pg = syncmem_base(r);
+	syncmem_lock_init(&pg->jobs, 0);
+	syncmem_sem_init(&pg->slots, 2);
+	syncmem_gate_init(&pg->ready, false);
+	/* Names the kernel keeps with the region, for tools to show. */
+	if (syncmem_name_object(r, &pg->jobs, sizeof(pg->jobs), SYNCMEM_OBJ_LOCK, "jobs") ||
+	    syncmem_name_object(r, &pg->slots, sizeof(pg->slots), SYNCMEM_OBJ_SEM, "slots") ||
+	    syncmem_name_object(r, &pg->ready, sizeof(pg->ready), SYNCMEM_OBJ_GATE, "ready"))
+		failed = 1;
+	/* One holder (waiting on the gate), then two queued behind it. */
+	for (int i = 0; i < 3; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0)
+			_exit(locks_child(i == 0));
+		for (int t = 0; t < 10000 && syncmem_waiters(r, NULL, NULL, 0) < i + 1; t++)
+			usleep(1000);
+	}
+	printf("$ syncmemctl locks %s\n", LOCKS_REGION);
+	if (run_syncmemctl(args))
+		failed = 1;
+	/* The gate opens: the holder unlocks, the queue drains in order. */
+	syncmem_gate_signal(r, &pg->ready);
+	for (int i = 0; i < 3; i++) {
+		int status;
+
+		waitpid(kids[i], &status, 0);
+		failed |= !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	syncmem_close(r);
+	syncmem_unlink(LOCKS_REGION);
+	printf("syncmemctl: %s\n", failed ? "FAILED" : "ok, the holder and its queue in order");
+	return failed;
+}
+
 int main(void)
 {
 	int failed = 0;
@@ -398,6 +505,8 @@ int main(void)
 	failed |= demo_triplets();
 	printf("== 6. single-flight: one run for eight concurrent callers\n");
 	failed |= demo_flight();
+	printf("== 7. what syncmemctl shows of the demo's own locks\n");
+	failed |= demo_syncmemctl();
 	printf("demo: %s\n", failed ? "FAILED" : "all scenes ok");
 	return failed;
 }
