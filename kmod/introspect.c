@@ -19,6 +19,29 @@
 
 #include "syncmem_core.h"
 
+/**
+ * syncmem_list_reply - end a list ioctl: entries out, then its argument
+ * @uarg:	The ioctl's argument in user memory.
+ * @arg:	Its updated kernel copy, @arg_size bytes.
+ * @arg_size:	See @arg.
+ * @entries:	User address of the caller's array.
+ * @out:	The entries (kvmalloc'ed or NULL), freed here.
+ * @bytes:	Their size.
+ *
+ * Returns 0 or -EFAULT.
+ */
+long syncmem_list_reply(void __user *uarg, const void *arg, size_t arg_size,
+			u64 entries, void *out, size_t bytes)
+{
+	long ret = 0;
+
+	if (copy_to_user(u64_to_user_ptr(entries), out, bytes) ||
+	    copy_to_user(uarg, arg, arg_size))
+		ret = -EFAULT;
+	kvfree(out);
+	return ret;
+}
+
 long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg)
 {
 	struct syncmem_waiter_list arg;
@@ -41,13 +64,8 @@ long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg)
 	n = syncmem_waiters_snapshot(r, one, arg.offset, out, arg.count,
 				     &arg.total);
 	arg.count = n;
-	if (copy_to_user(u64_to_user_ptr(arg.entries), out, n * sizeof(*out)) ||
-	    copy_to_user(uarg, &arg, sizeof(arg))) {
-		kvfree(out);
-		return -EFAULT;
-	}
-	kvfree(out);
-	return 0;
+	return syncmem_list_reply(uarg, &arg, sizeof(arg), arg.entries, out,
+				  n * sizeof(*out));
 }
 
 /* What the owner id in @word says, for a caller in @ns. */

@@ -165,11 +165,6 @@ long syncmem_ioctl_objects(struct syncmem_region *r, void __user *uarg)
 	arg.total = r->nr_objects;
 	mutex_unlock(&r->objects_mutex);
 	arg.count = n;
-	if (copy_to_user(u64_to_user_ptr(arg.entries), out, n * sizeof(*out)) ||
-	    copy_to_user(uarg, &arg, sizeof(arg))) {
-		kvfree(out);
-		return -EFAULT;
-	}
-	kvfree(out);
-	return 0;
+	return syncmem_list_reply(uarg, &arg, sizeof(arg), arg.entries, out,
+				  n * sizeof(*out));
 }

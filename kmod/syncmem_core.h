@@ -355,6 +355,8 @@ long syncmem_ioctl_object_name(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_objects(struct syncmem_region *r, void __user *uarg);
 
 /* introspect.c: who waits and who holds */
+long syncmem_list_reply(void __user *uarg, const void *arg, size_t arg_size,
+			u64 entries, void *out, size_t bytes);
 long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_who(struct syncmem_region *r, void __user *uarg);
 void syncmem_region_show_fdinfo(struct seq_file *m, struct file *file);
