@@ -851,8 +851,10 @@ struct syncmem_waiter_info {
 /*
  * The waiters queued on @r, by word offset and then in arrival order; with
  * @word (inside @r, 4-byte aligned) only that word's. Fills up to @cap
- * entries and returns how many there are (more than @cap: cut). Each word's
- * queue is read at one instant. -EINVAL, -ENOMEM, -ENOTTY.
+ * entries, the first ones in that order, and returns how many there are
+ * (more than @cap: cut). Each word's queue is read at one instant; more
+ * than 4096 are read in pages, one after another. -EINVAL, -ENOMEM,
+ * -ENOTTY.
  */
 int syncmem_waiters(struct syncmem_region *r, const void *word,
 		    struct syncmem_waiter_info *out, size_t cap);

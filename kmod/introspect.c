@@ -15,6 +15,7 @@
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/uaccess.h>
 
 #include "syncmem_core.h"
@@ -42,30 +43,120 @@ long syncmem_list_reply(void __user *uarg, const void *arg, size_t arg_size,
 	return ret;
 }
 
+/* (offset, position) order of waiter entries. */
+static bool syncmem_entry_before(u64 offset, u32 position,
+				 const struct syncmem_waiter_entry *e)
+{
+	return offset < e->offset || (offset == e->offset && position < e->position);
+}
+
+static void syncmem_entry_swap(struct syncmem_waiter_entry *a,
+			       struct syncmem_waiter_entry *b)
+{
+	swap(*a, *b);
+}
+
+/*
+ * Where to describe the waiter at (@offset, @position), or NULL when it is
+ * before the cursor or after every one kept. While the array is not full
+ * it goes at the end; once full it replaces the latest kept (the top of the
+ * max-heap). syncmem_pick_placed() restores the heap afterwards.
+ */
+struct syncmem_waiter_entry *syncmem_pick_slot(struct syncmem_waiter_pick *p,
+					       u64 offset, u32 position)
+{
+	const struct syncmem_waiter_entry cursor = {
+		.offset = p->from_offset,
+		.position = p->from_position,
+	};
+
+	if (syncmem_entry_before(offset, position, &cursor))
+		return NULL;
+	p->total++;
+	p->replaced = p->n == p->cap;
+	if (!p->replaced)
+		return &p->out[p->n++];
+	if (!p->cap || !syncmem_entry_before(offset, position, &p->out[0]))
+		return NULL;
+	return &p->out[0];
+}
+
+static bool syncmem_heap_less(const struct syncmem_waiter_entry *a,
+			      const struct syncmem_waiter_entry *b)
+{
+	return syncmem_entry_before(a->offset, a->position, b);
+}
+
+void syncmem_pick_placed(struct syncmem_waiter_pick *p)
+{
+	struct syncmem_waiter_entry *h = p->out;
+	u32 i, child;
+
+	if (!p->replaced) {		/* appended: up while above its parent */
+		for (i = p->n - 1; i && syncmem_heap_less(&h[(i - 1) / 2], &h[i]);
+		     i = (i - 1) / 2)
+			syncmem_entry_swap(&h[(i - 1) / 2], &h[i]);
+		return;
+	}
+	for (i = 0; 2 * i + 1 < p->n; i = child) {	/* the top: down */
+		child = 2 * i + 1;
+		if (child + 1 < p->n && syncmem_heap_less(&h[child], &h[child + 1]))
+			child++;
+		if (!syncmem_heap_less(&h[i], &h[child]))
+			break;
+		syncmem_entry_swap(&h[i], &h[child]);
+	}
+}
+
+static int syncmem_waiter_entry_cmp(const void *a, const void *b)
+{
+	const struct syncmem_waiter_entry *y = b;
+	const struct syncmem_waiter_entry *x = a;
+
+	if (syncmem_heap_less(x, y))
+		return -1;
+	return syncmem_heap_less(y, x);
+}
+
+/* The first @p->cap waiters from the cursor on, in order: their count. */
+static u32 syncmem_pick_waiters(struct syncmem_region *r, struct syncmem_waiter_pick *p)
+{
+	syncmem_waiters_walk(r, p);
+	sort(p->out, p->n, sizeof(*p->out), syncmem_waiter_entry_cmp, NULL);
+	return p->n;
+}
+
 long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg)
 {
+	struct syncmem_waiter_pick p = { 0 };
 	struct syncmem_waiter_list arg;
-	struct syncmem_waiter_entry *out = NULL;
-	bool one;
-	long n;
+	bool from;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags & ~SYNCMEM_WAITERS_FLAGS || arg.count > SYNCMEM_LIST_MAX)
+	if (arg.flags & ~SYNCMEM_WAITERS_FLAGS || arg.count > SYNCMEM_LIST_MAX || arg.pad)
 		return -EINVAL;
-	one = arg.flags & SYNCMEM_WAITERS_WORD;
-	if (one ? syncmem_word_check(r, arg.offset, 4, 0) : arg.offset)
+	p.one = arg.flags & SYNCMEM_WAITERS_WORD;
+	from = arg.flags & SYNCMEM_WAITERS_FROM;
+	if (p.one && syncmem_word_check(r, arg.offset, 4, 0))
 		return -EINVAL;
+	if ((!p.one && !from && arg.offset) || (!from && arg.position))
+		return -EINVAL;
+	p.offset = arg.offset;
+	if (from) {
+		p.from_offset = arg.offset;
+		p.from_position = arg.position;
+	}
 	if (arg.count) {
-		out = kvcalloc(arg.count, sizeof(*out), GFP_KERNEL_ACCOUNT);
-		if (!out)
+		p.out = kvcalloc(arg.count, sizeof(*p.out), GFP_KERNEL_ACCOUNT);
+		if (!p.out)
 			return -ENOMEM;
 	}
-	n = syncmem_waiters_snapshot(r, one, arg.offset, out, arg.count,
-				     &arg.total);
-	arg.count = n;
-	return syncmem_list_reply(uarg, &arg, sizeof(arg), arg.entries, out,
-				  n * sizeof(*out));
+	p.cap = arg.count;
+	arg.count = syncmem_pick_waiters(r, &p);
+	arg.total = p.total;
+	return syncmem_list_reply(uarg, &arg, sizeof(arg), arg.entries, p.out,
+				  arg.count * sizeof(*p.out));
 }
 
 /* What the owner id in @word says, for a caller in @ns. */
@@ -123,9 +214,9 @@ long syncmem_ioctl_who(struct syncmem_region *r, void __user *uarg)
 void syncmem_region_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct syncmem_region *r = file->private_data;
+	struct syncmem_waiter_pick p = { .cap = SYNCMEM_FDINFO_WAITERS };
 	struct syncmem_waiter_entry *e;
-	u64 total;
-	long i, n;
+	u32 i, n;
 
 	seq_printf(m, "syncmem-region:\t%lu\n", r->inode->i_ino);
 	/* The name never changes; named says whether it is still linked. */
@@ -141,8 +232,9 @@ void syncmem_region_show_fdinfo(struct seq_file *m, struct file *file)
 		seq_printf(m, "syncmem-waiters:\t%d\n", atomic_read(&r->nr_waiters));
 		return;
 	}
-	n = syncmem_waiters_snapshot(r, false, 0, e, SYNCMEM_FDINFO_WAITERS, &total);
-	seq_printf(m, "syncmem-waiters:\t%llu\n", total);
+	p.out = e;
+	n = syncmem_pick_waiters(r, &p);
+	seq_printf(m, "syncmem-waiters:\t%llu\n", p.total);
 	for (i = 0; i < n; i++) {
 		seq_printf(m, "syncmem-wait:\toffset=0x%llx position=%u pid=%d tid=%d size=%u since=%llu",
 			   e[i].offset, e[i].position, e[i].pid, e[i].tid,

@@ -70,6 +70,26 @@ struct syncmem_sync_waiter {
 	u64 deadline;			/* its deadline_ns, for introspection */
 };
 
+/*
+ * The first waiters of a region in (offset, position) order from a cursor
+ * on, picked while its queues are walked (introspect.c).
+ */
+struct syncmem_waiter_pick {
+	bool one;			/* only the word at @offset */
+	u64 offset;
+	u64 from_offset;		/* none before (@from_offset, @from_position) */
+	u32 from_position;
+	struct syncmem_waiter_entry *out; /* a max-heap of @n until finished */
+	u32 cap;
+	u32 n;
+	u64 total;			/* waiters at or after the cursor */
+	bool replaced;			/* the slot given was the heap's top */
+};
+
+struct syncmem_waiter_entry *syncmem_pick_slot(struct syncmem_waiter_pick *p,
+					       u64 offset, u32 position);
+void syncmem_pick_placed(struct syncmem_waiter_pick *p);
+
 struct syncmem_away;
 struct files_struct;
 
@@ -284,9 +304,7 @@ void syncmem_waiter_abandon(struct syncmem_region *r, u64 offset,
 void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
 			  const struct syncmem_waiter *w, int result);
 u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size);
-long syncmem_waiters_snapshot(struct syncmem_region *r, bool one, u64 offset,
-			      struct syncmem_waiter_entry *out, u32 cap,
-			      u64 *total);
+void syncmem_waiters_walk(struct syncmem_region *r, struct syncmem_waiter_pick *p);
 
 /* away.c */
 void syncmem_away_exit(void);

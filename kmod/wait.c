@@ -43,7 +43,6 @@
 #include <linux/sched/task.h>
 #include <linux/pid_namespace.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 
@@ -1550,11 +1549,11 @@ static struct syncmem_waiter *syncmem_waiter_next(struct syncmem_waiter *w,
 	return list_is_last(&w->node, head) ? NULL : list_next_entry(w, node);
 }
 
-/* Under b->lock: describe the waiters of @q in arrival order. */
+/* Under b->lock: offer the waiters of @q, in arrival order, to @p. */
 static void syncmem_queue_describe(struct syncmem_queue *q, struct pid_namespace *ns,
-				   struct syncmem_waiter_entry *out, u32 cap,
-				   u32 *n, u64 *total)
+				   struct syncmem_waiter_pick *p)
 {
+	struct syncmem_waiter_entry *e;
 	struct syncmem_waiter *wa, *ob, *w;
 	u32 position = 0;
 
@@ -1565,49 +1564,31 @@ static void syncmem_queue_describe(struct syncmem_queue *q, struct pid_namespace
 			wa = syncmem_waiter_next(wa, &q->waiters);
 		else
 			ob = syncmem_waiter_next(ob, &q->observers);
-		if (*n < cap) {
-			syncmem_waiter_describe(w, ns, &out[*n]);
-			out[(*n)++].position = position;
+		e = syncmem_pick_slot(p, q->offset, position);
+		if (e) {
+			syncmem_waiter_describe(w, ns, e);
+			e->position = position;
+			syncmem_pick_placed(p);
 		}
 		position++;
-		(*total)++;
 	}
 }
 
-static int syncmem_waiter_entry_cmp(const void *a, const void *b)
-{
-	const struct syncmem_waiter_entry *x = a, *y = b;
-
-	if (x->offset != y->offset)
-		return x->offset < y->offset ? -1 : 1;
-	return x->position < y->position ? -1 : x->position > y->position;
-}
-
 /**
- * syncmem_waiters_snapshot - describe the waiters of a region
- * @r:		The region (a reference is held by the caller).
- * @one:	Only the word at @offset.
- * @offset:	See @one.
- * @out:	Filled with up to @cap entries, sorted by offset and arrival.
- * @cap:	Length of @out.
- * @total:	Set to the number of waiters found.
+ * syncmem_waiters_walk - offer every waiter of a region to a selection
+ * @r:	The region (a reference is held by the caller).
+ * @p:	The selection; with @p->one only the word at @p->offset is looked at.
  *
- * Each queue is read whole under its bucket lock. Returns the entries
- * written. When @total exceeds @cap, which words' waiters were left out
- * depends on the hash order; each word listed has its queue's positions.
+ * Each queue is read whole under its bucket lock, one bucket after another.
  */
-long syncmem_waiters_snapshot(struct syncmem_region *r, bool one, u64 offset,
-			      struct syncmem_waiter_entry *out, u32 cap,
-			      u64 *total)
+void syncmem_waiters_walk(struct syncmem_region *r, struct syncmem_waiter_pick *p)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
 	unsigned long i, first = 0, last = (1UL << r->bucket_bits) - 1;
 	struct syncmem_queue *q;
-	u32 n = 0;
 
-	*total = 0;
-	if (one) {
-		first = syncmem_bucket_of(r, offset) - r->buckets;
+	if (p->one) {
+		first = syncmem_bucket_of(r, p->offset) - r->buckets;
 		last = first;
 	}
 	for (i = first; i <= last; i++) {
@@ -1615,11 +1596,9 @@ long syncmem_waiters_snapshot(struct syncmem_region *r, bool one, u64 offset,
 
 		spin_lock(&b->lock);
 		hlist_for_each_entry(q, &b->queues, node)
-			if (!one || q->offset == offset)
-				syncmem_queue_describe(q, ns, out, cap, &n, total);
+			if (!p->one || q->offset == p->offset)
+				syncmem_queue_describe(q, ns, p);
 		spin_unlock(&b->lock);
 		cond_resched();
 	}
-	sort(out, n, sizeof(*out), syncmem_waiter_entry_cmp, NULL);
-	return n;
 }

@@ -98,12 +98,39 @@ int syncmem_objects(struct syncmem_region *r, struct syncmem_object_info *out,
 	return err;
 }
 
+/* One page of waiters into @out from entry @e of the kernel's answer. */
+static void waiters_copy(struct syncmem_waiter_info *out, const struct syncmem_waiter_entry *e,
+			 __u32 n)
+{
+	for (__u32 i = 0; i < n; i++) {
+		out[i] = (struct syncmem_waiter_info){
+			.offset = e[i].offset,
+			.since_ns = (int64_t)e[i].since_ns,
+			.deadline_ns = e[i].deadline_ns == SYNCMEM_NO_DEADLINE ?
+				       -1 : (int64_t)e[i].deadline_ns,
+			.owner = e[i].owner,
+			.pid = e[i].pid,
+			.tid = e[i].tid,
+			.flags = e[i].flags,
+			.size = e[i].size,
+			.position = e[i].position,
+		};
+	}
+}
+
+/*
+ * The kernel returns SYNCMEM_LIST_MAX waiters at a time: longer lists are
+ * read in pages, each from the entry after the last one read (a page is
+ * its own snapshot; none is listed twice). The total is the first page's.
+ */
 int syncmem_waiters(struct syncmem_region *r, const void *word,
 		    struct syncmem_waiter_info *out, size_t cap)
 {
 	struct syncmem_waiter_list arg = { 0 };
-	struct syncmem_waiter_entry *e;
-	int err;
+	struct syncmem_waiter_entry *e = NULL;
+	__u32 page = cap > SYNCMEM_LIST_MAX ? SYNCMEM_LIST_MAX : (__u32)cap;
+	size_t got = 0;
+	int total = 0, err;
 
 	if (!r || (!out && cap))
 		return -EINVAL;
@@ -113,28 +140,33 @@ int syncmem_waiters(struct syncmem_region *r, const void *word,
 			return err;
 		arg.flags = SYNCMEM_WAITERS_WORD;
 	}
-	arg.count = list_count(cap);
-	e = calloc(arg.count, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	arg.entries = (__u64)(uintptr_t)e;
-	err = syncmem__ioctl(r->fd, SYNCMEM_IOC_WAITERS, &arg);
-	if (err >= 0) {
-		for (__u32 i = 0; i < arg.count && i < cap; i++) {
-			out[i] = (struct syncmem_waiter_info){
-				.offset = e[i].offset,
-				.since_ns = (int64_t)e[i].since_ns,
-				.deadline_ns = e[i].deadline_ns == SYNCMEM_NO_DEADLINE ?
-					       -1 : (int64_t)e[i].deadline_ns,
-				.owner = e[i].owner,
-				.pid = e[i].pid,
-				.tid = e[i].tid,
-				.flags = e[i].flags,
-				.size = e[i].size,
-				.position = e[i].position,
-			};
-		}
-		err = clamp_total(arg.total);
+	if (page) {
+		e = calloc(page, sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+	}
+	for (;;) {
+		__u32 want = cap - got > page ? page : (__u32)(cap - got);
+		const struct syncmem_waiter_entry *last;
+
+		arg.entries = (__u64)(uintptr_t)e;
+		arg.count = want;
+		err = syncmem__ioctl(r->fd, SYNCMEM_IOC_WAITERS, &arg);
+		if (err < 0)
+			break;
+		if (!(arg.flags & SYNCMEM_WAITERS_FROM))
+			total = clamp_total(arg.total);
+		waiters_copy(out + got, e, arg.count);
+		got += arg.count;
+		err = total;
+		if (arg.count < want || got == cap)
+			break;
+		last = &e[arg.count - 1];
+		if (last->position == UINT32_MAX)
+			break;
+		arg.flags |= SYNCMEM_WAITERS_FROM;
+		arg.offset = last->offset;
+		arg.position = last->position + 1;
 	}
 	free(e);
 	return err;

@@ -185,6 +185,35 @@ TEST_F(introspect, waiters_are_listed_in_arrival_order_with_their_pids)
 	ASSERT_EQ(0, list_waiters(self->fd, NULL, 0, 0, 0, &total));
 	EXPECT_EQ(4, total);
 
+	/* A short array gets the first ones in order; pages go on from a cursor. */
+	struct syncmem_waiter_list page = {
+		.entries = (uintptr_t)e, .count = 2, .flags = SYNCMEM_WAITERS_FROM,
+		.offset = 64, .position = 1,
+	};
+
+	ASSERT_EQ(2, list_waiters(self->fd, e, 2, 0, 0, &total));
+	EXPECT_EQ(4, total);
+	EXPECT_EQ(self->kids[0], e[0].pid);
+	EXPECT_EQ(self->kids[1], e[1].pid);
+	ASSERT_EQ(0, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &page));
+	ASSERT_EQ(2, page.count);
+	EXPECT_EQ(3, page.total);
+	EXPECT_EQ(self->kids[1], e[0].pid);
+	EXPECT_EQ(self->kids[2], e[1].pid);
+	page.offset = 65;	/* between words: from the next one on */
+	page.position = 0;
+	ASSERT_EQ(0, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &page));
+	ASSERT_EQ(1, page.count);
+	EXPECT_EQ(self->kids[3], e[0].pid);
+	page.flags |= SYNCMEM_WAITERS_WORD;
+	page.offset = 64;
+	page.position = 2;
+	ASSERT_EQ(0, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &page));
+	ASSERT_EQ(1, page.count);
+	EXPECT_EQ(1, page.total);
+	EXPECT_EQ(self->kids[2], e[0].pid);
+	EXPECT_EQ(2, e[0].position);
+
 	/* The first is woken first: the list is the queue's order. */
 	struct syncmem_notify n = { .offset = 64, .count = 1 };
 
@@ -208,10 +237,7 @@ TEST_F(introspect, waiters_errors)
 	struct syncmem_waiter_entry e[2];
 	struct syncmem_waiter_list l = { .entries = (uintptr_t)e, .count = 2 };
 
-	l.flags = 2;
-	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &l));
-	l.flags = 0;
-	l.offset = 64;		/* an offset without WORD */
+	l.offset = 64;		/* an offset without WORD or FROM */
 	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &l));
 	l.flags = SYNCMEM_WAITERS_WORD;
 	l.offset = 2;
@@ -220,6 +246,15 @@ TEST_F(introspect, waiters_errors)
 	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &l));
 	l.flags = 0;
 	l.offset = 0;
+	l.position = 1;		/* a position without FROM */
+	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &l));
+	l.position = 0;
+	l.pad = 1;
+	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &l));
+	l.pad = 0;
+	l.flags = 4;
+	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &l));
+	l.flags = 0;
 	l.count = SYNCMEM_LIST_MAX + 1;
 	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, &l));
 	EXPECT_EQ(-EFAULT, raw_ioctl(self->fd, SYNCMEM_IOC_WAITERS, (void *)8));
@@ -675,6 +710,37 @@ TEST_F(introspect, the_library_names_and_lists)
 	syncmem_close(ro);
 	syncmem_close(r);
 	syncmem_unlink(name);
+}
+
+TEST_F(introspect, the_library_reads_more_than_one_page_in_order)
+{
+	enum { N = SYNCMEM_LIST_MAX + 300 };
+	struct syncmem_waiter_info *w = calloc(N + 10, sizeof(*w));
+	struct syncmem_region *r;
+	int fd = raw_region_open(self->dev, NULL, 0, 4 * N, 0, NULL);
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, w);
+	ASSERT_EQ(0, syncmem_open_fd(fd, &r));
+	/* Two waits on each of N / 2 words, queued from this handle. */
+	for (int i = 0; i < N; i++)
+		ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_wait_async(self->dev, fd, 4 * (uint64_t)(i / 2), 0,
+							      SYNCMEM_NO_DEADLINE, i + 1));
+	ASSERT_EQ(N, syncmem_waiters(r, NULL, w, N + 10));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(4 * (uint64_t)(i / 2), w[i].offset);
+		ASSERT_EQ((unsigned)(i % 2), w[i].position);
+		ASSERT_EQ(getpid(), w[i].pid);
+	}
+	/* Cut: the first ones. */
+	ASSERT_EQ(N, syncmem_waiters(r, NULL, w, SYNCMEM_LIST_MAX + 1));
+	EXPECT_EQ(4 * (uint64_t)(SYNCMEM_LIST_MAX / 2), w[SYNCMEM_LIST_MAX].offset);
+	EXPECT_EQ(0, w[SYNCMEM_LIST_MAX].position);
+	struct syncmem_cancel c = { .flags = SYNCMEM_CANCEL_ALL };
+
+	EXPECT_EQ(N, raw_ioctl(self->dev, SYNCMEM_IOC_CANCEL, &c));
+	syncmem_close(r);
+	free(w);
 }
 
 TEST_HARNESS_MAIN

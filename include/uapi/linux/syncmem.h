@@ -704,7 +704,8 @@ struct syncmem_waiter_entry {
 
 /* Bits of struct syncmem_waiter_list.flags. */
 #define SYNCMEM_WAITERS_WORD		(1U << 0)  /* only the word at @offset */
-#define SYNCMEM_WAITERS_FLAGS		SYNCMEM_WAITERS_WORD
+#define SYNCMEM_WAITERS_FROM		(1U << 1)  /* from (@offset, @position) on */
+#define SYNCMEM_WAITERS_FLAGS		(SYNCMEM_WAITERS_WORD | SYNCMEM_WAITERS_FROM)
 
 /**
  * struct syncmem_waiter_list - list the waiters of a region (region fd ioctl)
@@ -712,15 +713,20 @@ struct syncmem_waiter_entry {
  * @count:	In: its length, at most SYNCMEM_LIST_MAX. Out: entries written.
  * @flags:	In: SYNCMEM_WAITERS_* bits.
  * @offset:	In: with SYNCMEM_WAITERS_WORD, the word's byte offset (a
- *		multiple of 4 inside the region); else must be zero.
- * @total:	Out: waiters found. More than @count when the array was
- *		short: which waiters were left out is then unspecified (each
- *		one written still has its true @position); call again with a
- *		larger array.
+ *		multiple of 4 inside the region); with SYNCMEM_WAITERS_FROM,
+ *		the offset of the cursor; else must be zero.
+ * @total:	Out: the waiters found (at or after the cursor).
+ * @position:	In: with SYNCMEM_WAITERS_FROM, the cursor's position; else
+ *		must be zero.
+ * @pad:	Must be zero.
  *
- * Entries are sorted by word offset, and each word's waiters by arrival.
- * Each word's queue is read at one instant under its lock; different words
- * are read one after another. Returns 0; -EFAULT, -EINVAL, -ENOMEM.
+ * Waiters are taken in order of word offset, and each word's by arrival
+ * (@position); the first @count of them are written. With
+ * SYNCMEM_WAITERS_FROM only those at or after (@offset, @position) count,
+ * so a long list is read in pages: call again from the last entry's
+ * offset and position + 1. Each word's queue is read at one instant under
+ * its lock; different words (and pages) are read one after another.
+ * Returns 0; -EFAULT, -EINVAL, -ENOMEM.
  */
 struct syncmem_waiter_list {
 	__u64 entries;
@@ -728,6 +734,8 @@ struct syncmem_waiter_list {
 	__u32 flags;
 	__u64 offset;
 	__u64 total;
+	__u32 position;
+	__u32 pad;
 };
 
 /* Values of struct syncmem_who.state. */
