@@ -884,6 +884,24 @@ struct syncmem_holder_info {
 int syncmem_holder(struct syncmem_region *r, const void *word,
 		   struct syncmem_holder_info *out);
 
+struct syncmem_armed_info {
+	uint64_t offset;	/* of the word the action changes */
+	uint64_t value;		/* stored (or, when add, taken back) at its handle's end */
+	uint64_t expected;	/* when if_equal: only if the word holds this */
+	pid_t pid;		/* the process that armed it (0: not visible or gone) */
+	unsigned size;		/* 4 or 8 */
+	bool if_equal;
+	bool add;		/* a count its process keeps itself in */
+};
+
+/*
+ * The on-close actions armed on words of @r by any process, oldest first:
+ * what each promised to do to the region if it dies (a single-flight
+ * leader's "leader died", the count of a gate's holders). Fills up to @cap
+ * and returns how many there are. -EINVAL, -ENOMEM, -ENOTTY.
+ */
+int syncmem_armed(struct syncmem_region *r, struct syncmem_armed_info *out, size_t cap);
+
 /* ---- Errors and version ------------------------------------------------- */
 
 /* Text for a negative errno or a SYNCMEM_ result; never NULL. */

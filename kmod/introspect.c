@@ -227,6 +227,7 @@ void syncmem_region_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "syncmem-mode:\t0%o\n", r->mode);
 	seq_printf(m, "syncmem-rdonly:\t%d\n", !(file->f_mode & FMODE_WRITE));
 	seq_printf(m, "syncmem-objects:\t%u\n", READ_ONCE(r->nr_objects));
+	syncmem_armed_show(m, r);
 	e = kcalloc(SYNCMEM_FDINFO_WAITERS, sizeof(*e), GFP_KERNEL);
 	if (!e) {
 		seq_printf(m, "syncmem-waiters:\t%d\n", atomic_read(&r->nr_waiters));

@@ -18,6 +18,9 @@
  */
 #include <linux/err.h>
 #include <linux/list.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -27,6 +30,8 @@
 
 struct syncmem_on_close_action {
 	struct list_head node;
+	struct list_head region_node;	/* in r->armed, under r->armed_lock */
+	struct pid *tgid;		/* who armed it; referenced */
 	struct syncmem_region *r;	/* holds a reference */
 	u64 offset;
 	u64 expected;
@@ -72,9 +77,30 @@ syncmem_on_close_find(struct syncmem_handle *h, u64 user_data)
 	return NULL;
 }
 
+void syncmem_armed_init(struct syncmem_region *r)
+{
+	spin_lock_init(&r->armed_lock);
+	INIT_LIST_HEAD(&r->armed);
+	r->nr_armed = 0;
+}
+
+/* Under h->on_close_lock, once armed: listed in its region too. */
+static void syncmem_armed_add(struct syncmem_on_close_action *a)
+{
+	spin_lock(&a->r->armed_lock);
+	list_add_tail(&a->region_node, &a->r->armed);
+	a->r->nr_armed++;
+	spin_unlock(&a->r->armed_lock);
+}
+
 static void syncmem_on_close_free(struct syncmem_handle *h,
 				  struct syncmem_on_close_action *a)
 {
+	spin_lock(&a->r->armed_lock);
+	list_del(&a->region_node);
+	a->r->nr_armed--;
+	spin_unlock(&a->r->armed_lock);
+	put_pid(a->tgid);
 	syncmem_region_put(a->r);
 	syncmem_uncharge_user(h->user, SYNCMEM_USAGE(on_close));
 	kfree(a);
@@ -128,6 +154,8 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 	if (!ret) {
 		list_add_tail(&a->node, &h->on_close);
 		h->nr_on_close++;
+		a->tgid = get_pid(task_tgid(current));
+		syncmem_armed_add(a);
 		if (a->add)
 			syncmem_word_add_return(r, a->offset, a->size, a->value);
 	}
@@ -192,4 +220,73 @@ void syncmem_on_close_run(struct syncmem_handle *h)
 		list_del(&a->node);
 		syncmem_on_close_free(h, a);
 	}
+}
+
+/* Under r->armed_lock: @a as a caller in @ns may see it. */
+static void syncmem_armed_describe(const struct syncmem_on_close_action *a,
+				   struct pid_namespace *ns,
+				   struct syncmem_armed_entry *e)
+{
+	*e = (struct syncmem_armed_entry){
+		.offset = a->offset,
+		.value = a->value,
+		.expected = a->if_equal ? a->expected : 0,
+		.pid = pid_nr_ns(a->tgid, ns),
+		.size = a->size,
+		.flags = (a->if_equal ? SYNCMEM_ARMED_IF_EQUAL : 0) |
+			 (a->add ? SYNCMEM_ARMED_ADD : 0),
+	};
+}
+
+long syncmem_ioctl_armed(struct syncmem_region *r, void __user *uarg)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct syncmem_on_close_action *a;
+	struct syncmem_armed_entry *out = NULL;
+	struct syncmem_armed_list arg;
+	u32 n = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.count > SYNCMEM_LIST_MAX)
+		return -EINVAL;
+	if (arg.count) {
+		out = kvcalloc(arg.count, sizeof(*out), GFP_KERNEL_ACCOUNT);
+		if (!out)
+			return -ENOMEM;
+	}
+	spin_lock(&r->armed_lock);
+	list_for_each_entry(a, &r->armed, region_node) {
+		if (n == arg.count)
+			break;
+		syncmem_armed_describe(a, ns, &out[n++]);
+	}
+	arg.total = r->nr_armed;
+	spin_unlock(&r->armed_lock);
+	arg.count = n;
+	return syncmem_list_reply(uarg, &arg, sizeof(arg), arg.entries, out,
+				  n * sizeof(*out));
+}
+
+/* fdinfo lines of a region's armed actions (the first 32). */
+void syncmem_armed_show(struct seq_file *m, struct syncmem_region *r)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct syncmem_on_close_action *a;
+	struct syncmem_armed_entry e;
+	unsigned int n = 0;
+
+	spin_lock(&r->armed_lock);
+	seq_printf(m, "syncmem-armed:\t%u\n", r->nr_armed);
+	list_for_each_entry(a, &r->armed, region_node) {
+		if (n++ == 32)
+			break;
+		syncmem_armed_describe(a, ns, &e);
+		seq_printf(m, "syncmem-on-close:\toffset=0x%llx size=%u value=0x%llx pid=%d",
+			   e.offset, e.size, e.value, e.pid);
+		if (a->if_equal)
+			seq_printf(m, " if_equal=0x%llx", e.expected);
+		seq_puts(m, a->add ? " add\n" : "\n");
+	}
+	spin_unlock(&r->armed_lock);
 }

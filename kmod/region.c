@@ -129,6 +129,7 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
 	r->inode->i_uid = r->uid;
 	r->inode->i_gid = r->gid;
 	syncmem_objects_init(r);
+	syncmem_armed_init(r);
 	kref_init(&r->ref);
 	return r;
 
@@ -310,6 +311,8 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 		return syncmem_ioctl_object_name(r, uarg);
 	case SYNCMEM_IOC_OBJECTS:
 		return syncmem_ioctl_objects(r, uarg);
+	case SYNCMEM_IOC_ARMED:
+		return syncmem_ioctl_armed(r, uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}

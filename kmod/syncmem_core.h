@@ -177,6 +177,11 @@ struct syncmem_region {
 	atomic_long_t nr_files;
 	atomic_long_t nr_mappings;
 
+	/* On-close actions armed on its words, oldest first (on_close.c). */
+	spinlock_t armed_lock;
+	struct list_head armed;
+	unsigned int nr_armed;
+
 	/* Names of objects in it (objects.c). */
 	struct mutex objects_mutex;
 	struct list_head objects;	/* by offset */
@@ -365,6 +370,9 @@ void syncmem_on_close_run(struct syncmem_handle *h);
 long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_disarm(struct syncmem_handle *h, void __user *uarg);
 void syncmem_on_close_show(struct seq_file *m, struct syncmem_handle *h);
+void syncmem_armed_init(struct syncmem_region *r);
+long syncmem_ioctl_armed(struct syncmem_region *r, void __user *uarg);
+void syncmem_armed_show(struct seq_file *m, struct syncmem_region *r);
 
 /* objects.c: names of objects in a region */
 void syncmem_objects_init(struct syncmem_region *r);

@@ -194,3 +194,35 @@ int syncmem_holder(struct syncmem_region *r, const void *word,
 	};
 	return 0;
 }
+
+int syncmem_armed(struct syncmem_region *r, struct syncmem_armed_info *out, size_t cap)
+{
+	struct syncmem_armed_list arg = { 0 };
+	struct syncmem_armed_entry *e;
+	int err;
+
+	if (!r || (!out && cap))
+		return -EINVAL;
+	arg.count = list_count(cap);
+	e = calloc(arg.count, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	arg.entries = (__u64)(uintptr_t)e;
+	err = syncmem__ioctl(r->fd, SYNCMEM_IOC_ARMED, &arg);
+	if (err >= 0) {
+		for (__u32 i = 0; i < arg.count && i < cap; i++) {
+			out[i] = (struct syncmem_armed_info){
+				.offset = e[i].offset,
+				.value = e[i].value,
+				.expected = e[i].expected,
+				.pid = e[i].pid,
+				.size = e[i].size,
+				.if_equal = e[i].flags & SYNCMEM_ARMED_IF_EQUAL,
+				.add = e[i].flags & SYNCMEM_ARMED_ADD,
+			};
+		}
+		err = clamp_total(arg.total);
+	}
+	free(e);
+	return err;
+}

@@ -743,4 +743,110 @@ TEST_F(introspect, the_library_reads_more_than_one_page_in_order)
 	free(w);
 }
 
+static int list_armed(int fd, struct syncmem_armed_entry *e, uint32_t count, uint64_t *total)
+{
+	struct syncmem_armed_list l = { .entries = (uintptr_t)e, .count = count };
+	int ret = raw_ioctl(fd, SYNCMEM_IOC_ARMED, &l);
+
+	if (ret)
+		return ret;
+	*total = l.total;
+	return (int)l.count;
+}
+
+TEST_F(introspect, armed_on_close_actions_are_listed_with_their_process)
+{
+	struct syncmem_on_close oc = {
+		.region_fd = self->fd, .size = 4, .offset = 16, .value = 1,
+		.user_data = 1, .flags = SYNCMEM_ON_CLOSE_ADD,
+	};
+	struct syncmem_armed_entry e[4];
+	struct syncmem_armed_info info[4];
+	struct syncmem_region *r;
+	uint64_t total;
+	char line[512], want[256];
+	int ready[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, raw_ioctl(self->dev, SYNCMEM_IOC_ARM_ON_CLOSE, &oc));
+	oc = (struct syncmem_on_close){
+		.region_fd = self->fd, .size = 8, .offset = 24, .value = 9, .expected = 3,
+		.user_data = 2, .flags = SYNCMEM_ON_CLOSE_IF_EQUAL,
+	};
+	ASSERT_EQ(0, raw_ioctl(self->dev, SYNCMEM_IOC_ARM_ON_CLOSE, &oc));
+
+	/* A child arms one on its own handle, then waits to be killed. */
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	if (pid == 0) {
+		int dev = dev_open();
+		struct syncmem_on_close mine = {
+			.region_fd = self->fd, .size = 4, .offset = 32, .value = 0xdead, .user_data = 7,
+		};
+
+		if (raw_ioctl(dev, SYNCMEM_IOC_ARM_ON_CLOSE, &mine) || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	self->kids[self->nkids++] = pid;
+	ASSERT_EQ(1, read(ready[0], line, 1));
+
+	ASSERT_EQ(3, list_armed(self->fd, e, 4, &total));
+	EXPECT_EQ(3, total);
+	EXPECT_EQ(16, e[0].offset);
+	EXPECT_EQ(1, e[0].value);
+	EXPECT_EQ(4, e[0].size);
+	EXPECT_EQ(SYNCMEM_ARMED_ADD, e[0].flags);
+	EXPECT_EQ(getpid(), e[0].pid);
+	EXPECT_EQ(24, e[1].offset);
+	EXPECT_EQ(SYNCMEM_ARMED_IF_EQUAL, e[1].flags);
+	EXPECT_EQ(3, e[1].expected);
+	EXPECT_EQ(8, e[1].size);
+	EXPECT_EQ(32, e[2].offset);
+	EXPECT_EQ(0xdead, e[2].value);
+	EXPECT_EQ(pid, e[2].pid);
+	EXPECT_EQ(0, e[2].flags);
+	ASSERT_EQ(1, list_armed(self->fd, e, 1, &total));
+	EXPECT_EQ(3, total);
+
+	/* The region's fdinfo lists them too. */
+	EXPECT_EQ(3, fdinfo_value(self->fd, "syncmem-armed"));
+	ASSERT_EQ(0, fdinfo_line(self->fd, "syncmem-on-close:", 2, line, sizeof(line)));
+	snprintf(want, sizeof(want), "syncmem-on-close:\toffset=0x20 size=4 value=0xdead pid=%d\n", pid);
+	EXPECT_STREQ(want, line);
+
+	/* Its process dies: the action runs and is gone. */
+	kill(pid, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pid));
+	self->nkids = 0;
+	EXPECT_EQ(0xdead, self->words[8]);
+	ASSERT_EQ(2, list_armed(self->fd, e, 4, &total));
+
+	/* Disarmed: gone; the library sees the same. */
+	struct syncmem_disarm d = { .user_data = 2 };
+
+	ASSERT_EQ(0, raw_ioctl(self->dev, SYNCMEM_IOC_DISARM, &d));
+	ASSERT_EQ(0, syncmem_open_fd(dup(self->fd), &r));
+	ASSERT_EQ(1, syncmem_armed(r, info, 4));
+	EXPECT_EQ(16, info[0].offset);
+	EXPECT_TRUE(info[0].add);
+	EXPECT_FALSE(info[0].if_equal);
+	EXPECT_EQ(getpid(), info[0].pid);
+	EXPECT_EQ(1, syncmem_armed(r, NULL, 0));
+	EXPECT_EQ(-EINVAL, syncmem_armed(r, NULL, 1));
+	syncmem_close(r);
+
+	/* Errors. */
+	struct syncmem_armed_list l = { .count = 1, .flags = 1, .entries = (uintptr_t)e };
+
+	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_ARMED, &l));
+	l = (struct syncmem_armed_list){ .count = SYNCMEM_LIST_MAX + 1, .entries = (uintptr_t)e };
+	EXPECT_EQ(-EINVAL, raw_ioctl(self->fd, SYNCMEM_IOC_ARMED, &l));
+	l = (struct syncmem_armed_list){ .count = 1, .entries = 8 };
+	EXPECT_EQ(-EFAULT, raw_ioctl(self->fd, SYNCMEM_IOC_ARMED, &l));
+	close(ready[0]);
+	close(ready[1]);
+}
+
 TEST_HARNESS_MAIN

@@ -36,7 +36,7 @@
 #define SYNCMEM_FEAT_HANDOFF_WAITERS	(1ULL << 8)  /* SYNCMEM_HANDOFF_WAITERS */
 #define SYNCMEM_FEAT_OWNER_QUERY	(1ULL << 9)  /* SYNCMEM_OWNER_QUERY, _NOBODY */
 #define SYNCMEM_FEAT_ON_CLOSE_ADD	(1ULL << 10) /* SYNCMEM_ON_CLOSE_ADD, _DISARM_UNDO */
-#define SYNCMEM_FEAT_INTROSPECT		(1ULL << 11) /* WAITERS, WHO, OBJECT_NAME(S) */
+#define SYNCMEM_FEAT_INTROSPECT		(1ULL << 11) /* WAITERS, WHO, OBJECT*, ARMED */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -849,6 +849,51 @@ struct syncmem_object_list {
 	__u64 total;
 };
 
+/* Bits of struct syncmem_armed_entry.flags: those of the action. */
+#define SYNCMEM_ARMED_IF_EQUAL		SYNCMEM_ON_CLOSE_IF_EQUAL
+#define SYNCMEM_ARMED_ADD		SYNCMEM_ON_CLOSE_ADD
+
+/**
+ * struct syncmem_armed_entry - an on-close action armed on a word (output)
+ * @offset:	Byte offset of its word.
+ * @value:	What it stores into the word (or, with SYNCMEM_ARMED_ADD,
+ *		subtracts from it) when its handle goes away.
+ * @expected:	With SYNCMEM_ARMED_IF_EQUAL: only if the word holds this.
+ * @pid:	The process that armed it (0: not visible in the caller's
+ *		PID namespace, or gone while its handle lives on).
+ * @size:	4 or 8.
+ * @flags:	SYNCMEM_ARMED_* bits.
+ * @pad:	Zero.
+ */
+struct syncmem_armed_entry {
+	__u64 offset;
+	__u64 value;
+	__u64 expected;
+	__s32 pid;
+	__u32 size;
+	__u32 flags;
+	__u32 pad;
+};
+
+/**
+ * struct syncmem_armed_list - the on-close actions armed on a region's
+ *	words, by any handle (region fd ioctl)
+ * @entries:	In: user address of an array of struct syncmem_armed_entry.
+ * @count:	In: its length, at most SYNCMEM_LIST_MAX. Out: entries written.
+ * @flags:	In: must be zero.
+ * @total:	Out: actions armed on the region, oldest first.
+ *
+ * What a process promised to do to the region's words if it dies: a
+ * single-flight leader's "leader died", a count it keeps itself in.
+ * Returns 0; -EFAULT, -EINVAL, -ENOMEM.
+ */
+struct syncmem_armed_list {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u64 total;
+};
+
 #define SYNCMEM_IOC_MAGIC		0xD5
 
 /* On the /dev/syncmem handle. */
@@ -876,5 +921,6 @@ struct syncmem_object_list {
 #define SYNCMEM_IOC_WHO			_IOWR(SYNCMEM_IOC_MAGIC, 0x17, struct syncmem_who)
 #define SYNCMEM_IOC_OBJECT_NAME		_IOW(SYNCMEM_IOC_MAGIC, 0x18, struct syncmem_object_name)
 #define SYNCMEM_IOC_OBJECTS		_IOWR(SYNCMEM_IOC_MAGIC, 0x19, struct syncmem_object_list)
+#define SYNCMEM_IOC_ARMED		_IOWR(SYNCMEM_IOC_MAGIC, 0x1a, struct syncmem_armed_list)
 
 #endif /* _UAPI_LINUX_SYNCMEM_H */
