@@ -430,8 +430,22 @@ TEST_F_TIMEOUT(ctl, deadlock_of_two_across_two_regions_with_a_bystander, 120)
 	EXPECT_NE(NULL, strstr(text, args)) TH_LOG("%s", text);
 
 	/* 'a' is waited for by B, then C, in that order. */
+	int dev = open("/dev/syncmem", O_RDWR | O_CLOEXEC);
+	struct syncmem_on_close oc = {
+		.region_fd = syncmem_region_fd(self->r1), .size = 4, .offset = 0x80,
+		.value = 5, .user_data = 1,
+	};
+
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, ioctl(dev, SYNCMEM_IOC_ARM_ON_CLOSE, &oc));
 	snprintf(args, sizeof(args), "waiters %s --json", self->n1);
 	ASSERT_EQ(0, run_ctl_json(args, &v));
+	/* With what this process promised to do to the region if it dies. */
+	ASSERT_EQ(1, jget(&v, "armed")->n);
+	EXPECT_EQ(getpid(), jnum(jat(jget(&v, "armed"), 0), "pid"));
+	EXPECT_EQ(0x80, jnum(jat(jget(&v, "armed"), 0), "offset"));
+	EXPECT_EQ(5, jnum(jat(jget(&v, "armed"), 0), "value"));
+	close(dev);
 	EXPECT_STREQ(self->n1, jstr(&v, "region"));
 	w = jget(&v, "waiters");
 	ASSERT_EQ(2, w->n);

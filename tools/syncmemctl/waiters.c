@@ -36,16 +36,70 @@ static void print_waiters_text(const struct snapshot *s)
 	}
 }
 
+/* What processes promised to do to the region's words if they die. */
+static void print_armed_text(const struct snapshot *s, const struct syncmem_armed_info *a, int n)
+{
+	if (!n)
+		return;
+	printf("%d on-close action%s armed:\n", n, n == 1 ? "" : "s");
+	printf("%-10s %-24s %7s %s\n", "OFFSET", "OBJECT", "PID", "WHEN ITS HANDLE GOES");
+	for (int i = 0; i < n; i++) {
+		char off[24], obj[96], what[96];
+
+		snprintf(off, sizeof(off), "0x%" PRIx64, a[i].offset);
+		if (a[i].add)
+			snprintf(what, sizeof(what), "subtract %" PRIu64, a[i].value);
+		else if (a[i].if_equal)
+			snprintf(what, sizeof(what), "store 0x%" PRIx64 " if it holds 0x%" PRIx64,
+				 a[i].value, a[i].expected);
+		else
+			snprintf(what, sizeof(what), "store 0x%" PRIx64, a[i].value);
+		printf("%-10s %-24s %7d %s\n", off,
+		       object_text(obj, sizeof(obj), snap_object_at(s, a[i].offset), a[i].offset),
+		       (int)a[i].pid, what);
+	}
+}
+
+static void json_armed(struct json *j, const struct syncmem_armed_info *a, int n)
+{
+	json_array(j, "armed");
+	for (int i = 0; i < n; i++) {
+		json_object(j, NULL);
+		json_uint(j, "offset", a[i].offset);
+		json_uint(j, "size", a[i].size);
+		json_uint(j, "value", a[i].value);
+		json_bool(j, "add", a[i].add);
+		json_bool(j, "if_equal", a[i].if_equal);
+		json_uint(j, "expected", a[i].expected);
+		json_int(j, "pid", a[i].pid);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
+/* The armed actions, up to @cap (a region has few; the rest are counted). */
+#define ARMED_SHOWN 256
+
 int cmd_waiters(const struct options *o)
 {
+	struct syncmem_armed_info armed[ARMED_SHOWN];
 	struct snapshot s;
 	struct json j;
 	int err = snap_load("waiters", o->args[0], &s);
+	int narmed;
 
 	if (err)
 		return err;
+	narmed = syncmem_armed(s.r, armed, ARMED_SHOWN);
+	if (narmed < 0) {
+		snap_close(&s);
+		return fail("waiters", narmed, "cannot list the region's on-close actions");
+	}
+	if (narmed > ARMED_SHOWN)
+		narmed = ARMED_SHOWN;
 	if (!o->json) {
 		print_waiters_text(&s);
+		print_armed_text(&s, armed, narmed);
 		snap_close(&s);
 		return 0;
 	}
@@ -59,6 +113,7 @@ int cmd_waiters(const struct options *o)
 	for (int i = 0; i < s.nw; i++)
 		json_waiter(&j, &s, &s.w[i]);
 	json_array_end(&j);
+	json_armed(&j, armed, narmed);
 	json_object_end(&j);
 	json_finish(&j);
 	snap_close(&s);
