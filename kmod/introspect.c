@@ -56,29 +56,26 @@ static void syncmem_entry_swap(struct syncmem_waiter_entry *a,
 	swap(*a, *b);
 }
 
+/* Would the waiter at (@offset, @position) be kept (it is not before the cursor)? */
+bool syncmem_pick_wanted(const struct syncmem_waiter_pick *p, u64 offset, u32 position)
+{
+	return p->n < p->cap ||
+	       (p->cap && syncmem_entry_before(offset, position, &p->out[0]));
+}
+
 /*
- * Where to describe the waiter at (@offset, @position), or NULL when it is
- * before the cursor or after every one kept. While the array is not full
- * it goes at the end; once full it replaces the latest kept (the top of the
- * max-heap). syncmem_pick_placed() restores the heap afterwards.
+ * Where to describe the waiter at (@offset, @position), at or after the
+ * cursor, or NULL when it comes after every one kept. While the array is
+ * not full it goes at the end; once full it replaces the latest kept (the
+ * top of the max-heap). syncmem_pick_placed() restores the heap afterwards.
  */
 struct syncmem_waiter_entry *syncmem_pick_slot(struct syncmem_waiter_pick *p,
 					       u64 offset, u32 position)
 {
-	const struct syncmem_waiter_entry cursor = {
-		.offset = p->from_offset,
-		.position = p->from_position,
-	};
-
-	if (syncmem_entry_before(offset, position, &cursor))
+	if (!syncmem_pick_wanted(p, offset, position))
 		return NULL;
-	p->total++;
 	p->replaced = p->n == p->cap;
-	if (!p->replaced)
-		return &p->out[p->n++];
-	if (!p->cap || !syncmem_entry_before(offset, position, &p->out[0]))
-		return NULL;
-	return &p->out[0];
+	return p->replaced ? &p->out[0] : &p->out[p->n++];
 }
 
 static bool syncmem_heap_less(const struct syncmem_waiter_entry *a,

@@ -86,6 +86,7 @@ struct syncmem_waiter_pick {
 	bool replaced;			/* the slot given was the heap's top */
 };
 
+bool syncmem_pick_wanted(const struct syncmem_waiter_pick *p, u64 offset, u32 position);
 struct syncmem_waiter_entry *syncmem_pick_slot(struct syncmem_waiter_pick *p,
 					       u64 offset, u32 position);
 void syncmem_pick_placed(struct syncmem_waiter_pick *p);

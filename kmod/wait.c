@@ -60,6 +60,7 @@ struct syncmem_queue {
 	u64 offset;			/* the key */
 	struct list_head waiters;	/* writable fds' waiters, oldest first */
 	struct list_head observers;	/* read-only fds' waiters, oldest first */
+	u32 nr;				/* waiters and observers queued */
 	bool idle;			/* empty but kept in the bucket */
 	bool owner_word;		/* in its region's owner_queues */
 	struct list_head owner_node;	/* there, while it has waiters */
@@ -218,6 +219,7 @@ static void syncmem_waiter_unlink(struct syncmem_region *r,
 				  struct syncmem_waiter *w)
 {
 	list_del(&w->node);
+	w->q->nr--;
 	atomic_dec(&r->nr_waiters);
 	atomic_long_dec(&r->ns->usage.waiters);
 }
@@ -954,6 +956,7 @@ static void syncmem_waiter_link(struct syncmem_region *r, struct syncmem_bucket 
 		container_of(w, struct syncmem_sync_waiter, w)->heir =
 			w->owner && !w->observer && list_empty(&q->waiters);
 	list_add_tail(&w->node, w->observer ? &q->observers : &q->waiters);
+	q->nr++;
 	atomic_inc(&r->nr_waiters);
 	atomic_long_inc(&r->ns->usage.waiters);
 }
@@ -1011,6 +1014,7 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 		if (!spare)
 			return -ENOMEM;
 		spare->offset = arg->offset;
+		spare->nr = 0;
 		spare->idle = false;
 		spare->owner_word = false;
 	}
@@ -1531,46 +1535,116 @@ static void syncmem_waiter_describe(const struct syncmem_waiter *w,
 	e->tid = task_pid_nr_ns(task, ns);
 }
 
-/* Under b->lock: the next of two arrival-ordered lists, by arrival. */
-static struct syncmem_waiter *syncmem_older(struct syncmem_waiter *a,
-					    struct syncmem_waiter *b)
-{
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	return a->seq < b->seq ? a : b;
-}
+/*
+ * A place in a queue's arrival order, which merges its two lists (both in
+ * arrival order): the next writable waiter and the next observer from
+ * there, NULL at the end of either.
+ */
+struct syncmem_queue_cursor {
+	struct syncmem_queue *q;
+	struct syncmem_waiter *wa;
+	struct syncmem_waiter *ob;
+};
 
-/* The waiter after @w in the list @head, or NULL. */
-static struct syncmem_waiter *syncmem_waiter_next(struct syncmem_waiter *w,
-						  struct list_head *head)
+static struct syncmem_waiter *syncmem_list_next(struct syncmem_waiter *w,
+						struct list_head *head)
 {
 	return list_is_last(&w->node, head) ? NULL : list_next_entry(w, node);
 }
 
-/* Under b->lock: offer the waiters of @q, in arrival order, to @p. */
+static struct syncmem_waiter *syncmem_list_prev(struct syncmem_waiter *w,
+						struct list_head *head)
+{
+	return list_is_first(&w->node, head) ? NULL : list_prev_entry(w, node);
+}
+
+static struct syncmem_waiter *syncmem_list_last(struct list_head *head)
+{
+	return list_empty(head) ? NULL : list_last_entry(head, struct syncmem_waiter, node);
+}
+
+/* Under b->lock: the waiter at the cursor, which then moves past it. */
+static struct syncmem_waiter *syncmem_cursor_next(struct syncmem_queue_cursor *c)
+{
+	struct syncmem_waiter *w;
+
+	if (!c->wa || (c->ob && c->ob->seq < c->wa->seq)) {
+		w = c->ob;
+		if (w)
+			c->ob = syncmem_list_next(w, &c->q->observers);
+		return w;
+	}
+	w = c->wa;
+	c->wa = syncmem_list_next(w, &c->q->waiters);
+	return w;
+}
+
+/*
+ * Under b->lock: put the cursor at @position (below q->nr), walking from
+ * whichever end of the queue is nearer.
+ */
+static void syncmem_cursor_seek(struct syncmem_queue_cursor *c, struct syncmem_queue *q,
+				u32 position)
+{
+	struct syncmem_waiter *pw, *po;
+	u32 i;
+
+	c->q = q;
+	if (position <= q->nr / 2) {
+		c->wa = list_first_entry_or_null(&q->waiters, struct syncmem_waiter, node);
+		c->ob = list_first_entry_or_null(&q->observers, struct syncmem_waiter, node);
+		for (i = 0; i < position; i++)
+			syncmem_cursor_next(c);
+		return;
+	}
+	/* Back from the newest: each step takes the newer list's last one. */
+	pw = syncmem_list_last(&q->waiters);
+	po = syncmem_list_last(&q->observers);
+	c->wa = NULL;
+	c->ob = NULL;
+	for (i = q->nr; i > position; i--) {
+		if (!po || (pw && pw->seq > po->seq)) {
+			c->wa = pw;
+			pw = syncmem_list_prev(pw, &q->waiters);
+		} else {
+			c->ob = po;
+			po = syncmem_list_prev(po, &q->observers);
+		}
+	}
+}
+
+/*
+ * Under b->lock: offer the waiters of @q from @p's cursor on, in arrival
+ * order, until @p keeps no more of them. The count comes from q->nr, so a
+ * reader walks at most the entries it keeps plus the way to the cursor
+ * (from the nearer end), not the whole queue.
+ */
 static void syncmem_queue_describe(struct syncmem_queue *q, struct pid_namespace *ns,
 				   struct syncmem_waiter_pick *p)
 {
+	struct syncmem_queue_cursor c;
 	struct syncmem_waiter_entry *e;
-	struct syncmem_waiter *wa, *ob, *w;
+	struct syncmem_waiter *w;
 	u32 position = 0;
 
-	wa = list_first_entry_or_null(&q->waiters, struct syncmem_waiter, node);
-	ob = list_first_entry_or_null(&q->observers, struct syncmem_waiter, node);
-	while ((w = syncmem_older(wa, ob))) {
-		if (w == wa)
-			wa = syncmem_waiter_next(wa, &q->waiters);
-		else
-			ob = syncmem_waiter_next(ob, &q->observers);
+	if (q->offset < p->from_offset)
+		return;
+	if (q->offset == p->from_offset)
+		position = p->from_position;
+	if (position >= q->nr)
+		return;
+	p->total += q->nr - position;
+	if (!syncmem_pick_wanted(p, q->offset, position))
+		return;
+	syncmem_cursor_seek(&c, q, position);
+	for (; position < q->nr; position++) {
+		w = syncmem_cursor_next(&c);
 		e = syncmem_pick_slot(p, q->offset, position);
-		if (e) {
-			syncmem_waiter_describe(w, ns, e);
-			e->position = position;
-			syncmem_pick_placed(p);
-		}
-		position++;
+		if (!e)
+			break;		/* and none after it in this queue */
+		syncmem_waiter_describe(w, ns, e);
+		e->position = position;
+		syncmem_pick_placed(p);
 	}
 }
 

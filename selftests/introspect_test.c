@@ -743,6 +743,51 @@ TEST_F(introspect, the_library_reads_more_than_one_page_in_order)
 	free(w);
 }
 
+TEST_F(introspect, a_long_queue_is_read_from_either_end_in_arrival_order)
+{
+	enum { N = 301 };
+	const uint32_t starts[] = { 0, 1, 7, 100, 150, 151, 152, 200, 293, 299, 300, 301, 5000 };
+	struct syncmem_waiter_entry e[8];
+	char name[64];
+	int rw, ro;
+
+	/* Writable waiters and observers alternate on one word. */
+	snprintf(name, sizeof(name), "introspect-long-%d", getpid());
+	rw = raw_region_open(self->dev, name, SYNCMEM_REGION_CREATE | SYNCMEM_REGION_EXCL,
+			     PG, 0600, NULL);
+	ASSERT_LE(0, rw);
+	ro = raw_region_open(self->dev, name, SYNCMEM_REGION_RDONLY, 0, 0, NULL);
+	ASSERT_LE(0, ro);
+	raw_unlink(self->dev, name);
+	for (int i = 0; i < N; i++)
+		ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_wait_async(self->dev, i % 2 ? ro : rw, 0, 0,
+							      SYNCMEM_NO_DEADLINE, i + 1));
+	for (unsigned int k = 0; k < sizeof(starts) / sizeof(starts[0]); k++) {
+		uint32_t start = starts[k];
+		uint32_t want = start >= N ? 0 : N - start < 8 ? N - start : 8;
+		struct syncmem_waiter_list l = {
+			.entries = (uintptr_t)e, .count = 8, .flags = SYNCMEM_WAITERS_FROM,
+			.position = start,
+		};
+
+		ASSERT_EQ(0, raw_ioctl(ro, SYNCMEM_IOC_WAITERS, &l));
+		ASSERT_EQ(want, l.count) TH_LOG("from %u", start);
+		EXPECT_EQ(start >= N ? 0 : N - start, l.total);
+		for (uint32_t i = 0; i < l.count; i++) {
+			EXPECT_EQ(start + i, e[i].position);
+			EXPECT_EQ((start + i) % 2 ? SYNCMEM_WAITER_ASYNC | SYNCMEM_WAITER_OBSERVER :
+			          SYNCMEM_WAITER_ASYNC, e[i].flags) TH_LOG("from %u, %u", start, i);
+			if (i)
+				EXPECT_LT(e[i - 1].since_ns, e[i].since_ns);
+		}
+	}
+	struct syncmem_cancel c = { .flags = SYNCMEM_CANCEL_ALL };
+
+	EXPECT_EQ(N, raw_ioctl(self->dev, SYNCMEM_IOC_CANCEL, &c));
+	close(ro);
+	close(rw);
+}
+
 static int list_armed(int fd, struct syncmem_armed_entry *e, uint32_t count, uint64_t *total)
 {
 	struct syncmem_armed_list l = { .entries = (uintptr_t)e, .count = count };
