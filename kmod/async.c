@@ -786,23 +786,29 @@ __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 	return mask;
 }
 
+/* Pending async waits one fdinfo read lists at most. */
+#define SYNCMEM_FDINFO_PENDING	32
+
 /*
- * /proc/<pid>/fdinfo of a handle: its async waits still queued, oldest
- * first, the completions not yet read, and its armed on-close actions.
- * Regions are named by the inode number that fstat() of their fds gives.
+ * /proc/<pid>/fdinfo of a handle: how many async waits it has outstanding
+ * (pending, or completed and not read), the oldest pending ones, and its
+ * armed on-close actions. Regions are named by the inode number that
+ * fstat() of their fds gives. Bounded: a reader holds h->lock, which the
+ * handle's completions take, only for a few lines.
  */
 void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h)
 {
+	unsigned int n = 0;
 	struct syncmem_async *a;
-	unsigned int completions = 0;
 
 	seq_printf(m, "syncmem-eventfd:\t%d\n", READ_ONCE(h->eventfd) ? 1 : 0);
 	spin_lock(&h->lock);
-	list_for_each_entry(a, &h->cq, node)
-		completions++;
-	seq_printf(m, "syncmem-completions:\t%u\n", completions);
+	seq_printf(m, "syncmem-outstanding:\t%u\n", h->nr_outstanding);
 	list_for_each_entry(a, &h->pending_list, node) {
 		u64 deadline = syncmem_async_deadline(a);
+
+		if (n++ == SYNCMEM_FDINFO_PENDING)
+			break;
 
 		/* Pending: queued, or claimed and about to be completed. */
 		seq_printf(m, "syncmem-wait:\tregion=%lu offset=0x%llx size=%u user_data=0x%llx",

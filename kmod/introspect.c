@@ -156,8 +156,9 @@ long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg)
 				  arg.count * sizeof(*p.out));
 }
 
-/* What the owner id in @word says, for a caller in @ns. */
-static void syncmem_who_describe(struct syncmem_who *who, struct pid_namespace *ns)
+/* What the owner id in @word of @r says, for a caller in @ns. */
+static void syncmem_who_describe(struct syncmem_region *r, struct syncmem_who *who,
+				 struct pid_namespace *ns)
 {
 	u64 id = who->word & SYNCMEM_OWNER_ID;
 	bool process;
@@ -176,7 +177,7 @@ static void syncmem_who_describe(struct syncmem_who *who, struct pid_namespace *
 		who->state = SYNCMEM_WHO_NOTRECOVERABLE;
 		return;
 	}
-	if (!syncmem_owner_describe(id, ns, &who->pid, &who->tid, &process)) {
+	if (!syncmem_owner_describe(id, r->inode, ns, &who->pid, &who->tid, &process)) {
 		who->state = SYNCMEM_WHO_DEAD;
 		return;
 	}
@@ -196,7 +197,7 @@ long syncmem_ioctl_who(struct syncmem_region *r, void __user *uarg)
 	who.word = syncmem_word_read(r, who.offset, 8);
 	who.pid = 0;
 	who.tid = 0;
-	syncmem_who_describe(&who, task_active_pid_ns(current));
+	syncmem_who_describe(r, &who, task_active_pid_ns(current));
 	return copy_to_user(uarg, &who, sizeof(who)) ? -EFAULT : 0;
 }
 

@@ -53,6 +53,7 @@ void syncmem_on_close_show(struct seq_file *m, struct syncmem_handle *h)
 {
 	struct syncmem_on_close_action *a;
 
+	/* At most SYNCMEM_ON_CLOSE_MAX. */
 	spin_lock(&h->on_close_lock);
 	list_for_each_entry(a, &h->on_close, node) {
 		seq_printf(m, "syncmem-on-close:\tregion=%lu offset=0x%llx size=%u user_data=0x%llx value=0x%llx",

@@ -33,12 +33,14 @@
  * contention, and a process's exit is already notified to pidfd pollers.
  */
 #include <linux/llist.h>
+#include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/rhashtable.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
@@ -163,39 +165,74 @@ bool syncmem_owner_alive(u64 id)
 	return alive;
 }
 
+/* Does @task's address space map the region file @inode? */
+static bool syncmem_task_maps(struct task_struct *task, struct inode *inode)
+{
+	struct mm_struct *mm = get_task_mm(task);
+	struct vm_area_struct *vma;
+	bool found = false;
+
+	if (!mm)
+		return false;
+	{
+		VMA_ITERATOR(vmi, mm, 0);
+
+		mmap_read_lock(mm);
+		for_each_vma(vmi, vma) {
+			if (vma->vm_file && file_inode(vma->vm_file) == inode) {
+				found = true;
+				break;
+			}
+		}
+		mmap_read_unlock(mm);
+	}
+	mmput(mm);
+	return found;
+}
+
 /**
  * syncmem_owner_describe - the thread or process behind a live owner id
  * @id:		An owner id (any value).
+ * @inode:	The region the id was read from.
  * @ns:		The PID namespace to give ids in.
  * @pid:	Set to its process's id in @ns (0: not visible there).
  * @tid:	Set to its thread's id in @ns, 0 for a process's id.
  * @process:	Set when @id is a process's.
  *
  * Returns whether @id names a live owner; the outputs are set only then.
- * Callable in atomic context.
+ * The ids are told only when that process maps the region @inode, as
+ * every holder of a lock word in it does: an id that someone wrote into a
+ * region of their own tells nothing of a process that does not use it.
  */
-bool syncmem_owner_describe(u64 id, struct pid_namespace *ns, s32 *pid,
-			    s32 *tid, bool *process)
+bool syncmem_owner_describe(u64 id, struct inode *inode, struct pid_namespace *ns,
+			    s32 *pid, s32 *tid, bool *process)
 {
+	struct task_struct *t = NULL;
 	struct syncmem_owner_entry *o;
-	struct task_struct *t;
 	bool alive = false;
 
+	*pid = 0;
+	*tid = 0;
 	rcu_read_lock();
 	o = rhashtable_lookup(&syncmem_owners, &id, syncmem_owner_params);
 	if (o && syncmem_owner_running(o)) {
 		alive = true;
 		*process = o->process;
-		if (o->process) {
-			*pid = pid_nr_ns(o->pid, ns);
-			*tid = 0;
-		} else {
-			t = pid_task(o->pid, PIDTYPE_PID);
-			*tid = pid_nr_ns(o->pid, ns);
-			*pid = t ? task_tgid_nr_ns(t, ns) : 0;
+		t = pid_task(o->pid, o->process ? PIDTYPE_TGID : PIDTYPE_PID);
+		if (t) {
+			get_task_struct(t);
+			*pid = task_tgid_nr_ns(t, ns);
+			*tid = o->process ? 0 : task_pid_nr_ns(t, ns);
 		}
 	}
 	rcu_read_unlock();
+	if (t) {
+		if (!syncmem_task_maps(t, inode)) {
+			*pid = 0;
+			*tid = 0;
+		}
+		put_task_struct(t);
+	}
 	return alive;
 }
 

@@ -339,8 +339,8 @@ u64 syncmem_owner_current_process(void);
 long syncmem_ioctl_owner(void __user *uarg);
 bool syncmem_process_exec_id(struct pid *tgid, u64 *exec_id);
 int syncmem_owner_watch_handle(struct syncmem_handle *h);
-bool syncmem_owner_describe(u64 id, struct pid_namespace *ns, s32 *pid,
-			    s32 *tid, bool *process);
+bool syncmem_owner_describe(u64 id, struct inode *inode, struct pid_namespace *ns,
+			    s32 *pid, s32 *tid, bool *process);
 void syncmem_owner_unwatch_handle(struct syncmem_handle *h);
 
 /* async.c */

@@ -287,7 +287,7 @@ TEST_F(introspect, an_async_waiter_is_its_process_and_shows_in_the_handles_fdinf
 	snprintf(want, sizeof(want), "syncmem-wait:\tregion=%lu offset=0x20 size=4 user_data=0xabc\n",
 		 (unsigned long)st.st_ino);
 	EXPECT_STREQ(want, line);
-	EXPECT_EQ(0, fdinfo_value(self->dev, "syncmem-completions"));
+	EXPECT_EQ(1, fdinfo_value(self->dev, "syncmem-outstanding"));
 	EXPECT_EQ(0, fdinfo_value(self->dev, "syncmem-eventfd"));
 
 	/* The region fd's fdinfo lists the same waiter. */
@@ -319,8 +319,22 @@ TEST_F(introspect, an_async_waiter_is_its_process_and_shows_in_the_handles_fdinf
 
 	ASSERT_EQ(0, raw_ioctl(self->dev, SYNCMEM_IOC_CANCEL, &c));
 	EXPECT_EQ(-1, fdinfo_line(self->dev, "syncmem-wait:", 0, line, sizeof(line)));
-	EXPECT_EQ(1, fdinfo_value(self->dev, "syncmem-completions"));
+	EXPECT_EQ(1, fdinfo_value(self->dev, "syncmem-outstanding"));
 	EXPECT_EQ(0, fdinfo_value(self->fd, "syncmem-waiters"));
+	struct syncmem_completion rec;
+
+	ASSERT_EQ(sizeof(rec), read(self->dev, &rec, sizeof(rec)));
+	EXPECT_EQ(0, fdinfo_value(self->dev, "syncmem-outstanding"));
+
+	/* At most 32 pending waits are listed. */
+	for (int i = 0; i < 40; i++)
+		ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_wait_async(self->dev, self->fd, 48, 0,
+							      SYNCMEM_NO_DEADLINE, 100 + i));
+	EXPECT_EQ(40, fdinfo_value(self->dev, "syncmem-outstanding"));
+	EXPECT_EQ(0, fdinfo_line(self->dev, "syncmem-wait:", 31, line, sizeof(line)));
+	EXPECT_EQ(-1, fdinfo_line(self->dev, "syncmem-wait:", 32, line, sizeof(line)));
+	c.flags = SYNCMEM_CANCEL_ALL;
+	EXPECT_EQ(40, raw_ioctl(self->dev, SYNCMEM_IOC_CANCEL, &c));
 }
 
 TEST_F(introspect, who_names_the_holder_of_an_owner_word)
@@ -447,6 +461,54 @@ TEST_F(introspect, a_lock_waiter_shows_the_id_it_waits_as_and_a_stopped_one_is_a
 	close(sync_pipe[0]);
 	close(sync_pipe[1]);
 	syncmem_close(r);
+}
+
+TEST_F(introspect, who_tells_the_pid_of_a_live_id_only_if_it_maps_the_region)
+{
+	uint64_t *word = (uint64_t *)self->words;
+	int to_child[2], to_parent[2];
+	struct syncmem_who w;
+	uint64_t id;
+	char c;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(to_child));
+	ASSERT_EQ(0, pipe(to_parent));
+	pid = fork();
+	if (pid == 0) {
+		/* A process that does not map the region: its id, then mapped. */
+		uint64_t mine;
+
+		munmap(self->words, PG);
+		mine = owner_id(self->dev, 0);
+		if (write(to_parent[1], &mine, sizeof(mine)) != sizeof(mine) ||
+		    read(to_child[0], &c, 1) != 1 ||
+		    mmap(NULL, PG, PROT_READ, MAP_SHARED, self->fd, 0) == MAP_FAILED ||
+		    write(to_parent[1], &c, 1) != 1 || read(to_child[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	self->kids[self->nkids++] = pid;
+	ASSERT_EQ(sizeof(id), read(to_parent[0], &id, sizeof(id)));
+	ASSERT_NE(0, id);
+	word[0] = id;
+	w = who(self->fd, 0);
+	EXPECT_EQ(SYNCMEM_WHO_ALIVE, w.state);
+	EXPECT_EQ(0, w.pid);
+	EXPECT_EQ(0, w.tid);
+	ASSERT_EQ(1, write(to_child[1], "m", 1));
+	ASSERT_EQ(1, read(to_parent[0], &c, 1));
+	w = who(self->fd, 0);
+	EXPECT_EQ(SYNCMEM_WHO_ALIVE, w.state);
+	EXPECT_EQ(pid, w.pid);
+	EXPECT_EQ(pid, w.tid);
+	ASSERT_EQ(1, write(to_child[1], "q", 1));
+	EXPECT_EQ(0, wait_exit(pid));
+	self->nkids = 0;
+	for (int i = 0; i < 2; i++) {
+		close(to_child[i]);
+		close(to_parent[i]);
+	}
 }
 
 static int name_obj(int fd, uint64_t off, uint64_t size, uint32_t kind, const char *name)

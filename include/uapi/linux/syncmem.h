@@ -754,7 +754,10 @@ struct syncmem_waiter_list {
  * @offset:	In: byte offset of the 8-byte word, a multiple of 8.
  * @word:	Out: the word's value when it was read.
  * @pid:	Out: the process behind the word's owner id, 0 when not
- *		alive or not visible in the caller's PID namespace.
+ *		alive, not visible in the caller's PID namespace, or not
+ *		mapping this region (every holder of a lock in it does: an
+ *		id written into a region tells nothing of processes that do
+ *		not use it).
  * @tid:	Out: its thread, 0 for a process's id.
  * @state:	Out: SYNCMEM_WHO_*.
  * @flags:	In: must be zero. Out: SYNCMEM_WHO_* bits.
