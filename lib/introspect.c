@@ -121,7 +121,9 @@ static void waiters_copy(struct syncmem_waiter_info *out, const struct syncmem_w
 /*
  * The kernel returns SYNCMEM_LIST_MAX waiters at a time: longer lists are
  * read in pages, each from the entry after the last one read (a page is
- * its own snapshot; none is listed twice). The total is the first page's.
+ * its own snapshot; none is listed twice). The total is those read before
+ * the last page plus what that page found from its cursor on, so it is
+ * never below the entries written even when waiters leave between pages.
  */
 int syncmem_waiters(struct syncmem_region *r, const void *word,
 		    struct syncmem_waiter_info *out, size_t cap)
@@ -154,8 +156,7 @@ int syncmem_waiters(struct syncmem_region *r, const void *word,
 		err = syncmem__ioctl(r->fd, SYNCMEM_IOC_WAITERS, &arg);
 		if (err < 0)
 			break;
-		if (!(arg.flags & SYNCMEM_WAITERS_FROM))
-			total = clamp_total(arg.total);
+		total = clamp_total(got + arg.total);
 		waiters_copy(out + got, e, arg.count);
 		got += arg.count;
 		err = total;
