@@ -19,6 +19,7 @@
 
 #define CYCLES_MAX	64		/* reported at most */
 #define STEPS_MAX	1000000		/* edges the search may follow */
+#define DEPTH_MAX	4096		/* owners in one cycle (the search recurses) */
 
 struct edge {
 	uint64_t from, to;		/* owner ids: the waiter's, the holder's */
@@ -202,6 +203,10 @@ static void dfs(struct search *x, int u)
 		}
 		if (v < x->root || (v != x->root && x->on_path[v]))
 			continue;
+		if (x->depth == DEPTH_MAX) {
+			x->cut = true;
+			continue;
+		}
 		x->path[x->depth++] = k;
 		if (v == x->root) {
 			record(x);

@@ -247,6 +247,13 @@ int snap_open_many(const char *cmd, char **names, int nnames,
 		memcpy(name, l.e[i].name, len);
 		name[len] = '\0';
 		err = snap_open(&s[*n], name);
+		if (err == -EMFILE || err == -ENFILE) {
+			/* Not "unreadable": it would be skipped without a word. */
+			snap_close(&s[*n]);
+			snap_close_many(s, *n);
+			region_list_free(&l);
+			return fail(cmd, err, "too many regions to hold open at once (raise ulimit -n)");
+		}
 		if (err) {
 			snap_close(&s[*n]);
 			/* Unlinked since it was listed: not there to look at. */
