@@ -8,7 +8,9 @@
  * user_data, against CANCEL_ALL, against close of the handle; two CANCELs
  * of one wait; NOTIFY against a deadline; ARM_ON_CLOSE against close; REGION_OPEN against
  * REGION_UNLINK; POST against WAIT_ASYNC of one user_data; read against
- * CANCEL_ALL), both spin on a start flag, and both results are judged.
+ * CANCEL_ALL; WAITERS and fdinfo against the queueing, cancelling and
+ * closing of what they list; OBJECT_NAME against OBJECTS and close), both
+ * spin on a start flag, and both results are judged.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -181,6 +183,32 @@ static void read_nonblocking(struct thread_ctx *t, const struct side *s)
 	tally(OP_READ, ret, if_stable(DOCUMENTED, side_stable(s)), "collide: read");
 }
 
+/* Introspection of the word, the region and the handle (ops_introspect.c). */
+static void waiters(struct thread_ctx *t, const struct side *s)
+{
+	introspect_waiters(t, &s->r, s->rslot, s->offset);
+}
+
+static void fdinfo_handle(struct thread_ctx *t, const struct side *s)
+{
+	introspect_fdinfo(t, &s->h, s->hslot);
+}
+
+static void fdinfo_region(struct thread_ctx *t, const struct side *s)
+{
+	introspect_fdinfo(t, &s->r, s->rslot);
+}
+
+static void name_object(struct thread_ctx *t, const struct side *s)
+{
+	introspect_name(t, &s->r, s->rslot, s->offset);
+}
+
+static void objects(struct thread_ctx *t, const struct side *s)
+{
+	introspect_objects(t, &s->r, s->rslot);
+}
+
 /* Close whatever fd the handle slot holds (the table's close: by number). */
 static void close_handle(struct thread_ctx *t, const struct side *s)
 {
@@ -334,6 +362,15 @@ static const struct {
 	{ arm, close_region },
 	{ open_name, unlink_name },
 	{ open_name, open_name },
+	{ wait_async, waiters },
+	{ waiters, cancel_all },
+	{ waiters, close_region },
+	{ fdinfo_handle, cancel },
+	{ fdinfo_handle, close_handle },
+	{ fdinfo_region, wait_async },
+	{ fdinfo_region, close_region },
+	{ name_object, objects },
+	{ name_object, close_region },
 };
 
 /* ---- the partner -------------------------------------------------------- */

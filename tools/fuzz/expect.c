@@ -49,6 +49,11 @@ static const struct expect expects[OP_NR] = {
 	[OP_LOCK_WAIT]	    = { "LOCK_WAIT", SYNCMEM_WAIT_OWNER_DIED,
 				{ EINVAL, EFAULT, ENOMEM, ENOTRECOVERABLE } },
 	[OP_UNLOCK]	    = { "UNLOCK", SYNCMEM_UNLOCK_HANDED, { EINVAL, EFAULT, EBADF, EAGAIN } },
+	[OP_WAITERS]	    = { "WAITERS", 0, { EFAULT, EINVAL, ENOMEM } },
+	[OP_WHO]	    = { "WHO", 0, { EFAULT, EINVAL } },
+	[OP_OBJECT_NAME]    = { "OBJECT_NAME", 0,
+				{ EBADF, ENOSPC, ENOENT, EINVAL, EFAULT, ENOMEM } },
+	[OP_OBJECTS]	    = { "OBJECTS", 0, { EFAULT, EINVAL, ENOMEM } },
 	[OP_UNKNOWN_IOCTL]  = { "unknown ioctl", -1, { ENOTTY } },
 	[OP_READ]	    = { "read", ANY_RESULT, { EAGAIN, EINVAL, EFAULT } },
 	/* poll() is never restarted after a handler (signal(7)): SIGUSR1 ends it. */
@@ -56,6 +61,8 @@ static const struct expect expects[OP_NR] = {
 	[OP_MMAP]	    = { "mmap", 0, { EINVAL, EPERM, EACCES, ENOMEM } },
 	[OP_MPROTECT]	    = { "mprotect", 0, { EACCES, EINVAL, ENOMEM } },
 	[OP_MREMAP]	    = { "mremap", 0, { EFAULT, EINVAL, ENOMEM } },
+	/* open() and read() of /proc/self/fdinfo/N of an fd that stays open never fail. */
+	[OP_FDINFO]	    = { "fdinfo", ANY_RESULT, { 0 } },
 };
 
 const char *op_name(enum op op)
@@ -79,6 +86,9 @@ bool expect_documented(enum op op, long ret)
 		return ret <= expects[op].max_result;
 	/* REGION_LIST is new in ABI 2: -ENOTTY until the module has it. */
 	if (op == OP_REGION_LIST && ret == -ENOTTY && !shared->abi2_checks)
+		return true;
+	/* So are the introspection calls, without SYNCMEM_FEAT_INTROSPECT. */
+	if (op >= OP_WAITERS && op <= OP_OBJECTS && ret == -ENOTTY && !shared->introspect)
 		return true;
 	return errno_listed(op, (int)-ret);
 }

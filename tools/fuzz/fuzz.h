@@ -65,6 +65,11 @@ enum op {
 	OP_OWNER,
 	OP_LOCK_WAIT,
 	OP_UNLOCK,
+	/* Region fd introspection ioctls. */
+	OP_WAITERS,
+	OP_WHO,
+	OP_OBJECT_NAME,
+	OP_OBJECTS,
 	/* An ioctl number the fd does not know (or of the other fd kind). */
 	OP_UNKNOWN_IOCTL,
 	/* Other calls on syncmem files. */
@@ -73,6 +78,8 @@ enum op {
 	OP_MMAP,
 	OP_MPROTECT,
 	OP_MREMAP,
+	/* Reading /proc/self/fdinfo of a table fd: its bytes. */
+	OP_FDINFO,
 	OP_NR,
 	OP_FIRST_NON_IOCTL = OP_READ,
 };
@@ -147,6 +154,8 @@ struct shared {
 	/* What each process did last (static strings: the same in every process). */
 	const char *_Atomic doing[MAX_PROCS];
 	bool abi2_checks;	/* the module reports all of ABI 2: check it */
+	bool introspect;	/* it reports SYNCMEM_FEAT_INTROSPECT: check those calls */
+	bool fdinfo;		/* /proc/self/fdinfo can be read */
 	uint64_t max_region_size;		/* from VERSION */
 	uint64_t max_async_waits;		/* module parameter */
 	int mailbox[4][2];			/* SOCK_DGRAM pairs for fd passing */
@@ -314,6 +323,9 @@ void op_collide(struct thread_ctx *t);	/* two calls at the same instant */
 void collide_start(uint64_t seed, const char *who);
 void collide_after_fork(void);
 
+/* Bits @known does not have, at least one: for flags that must be refused. */
+uint32_t bad_bits(struct thread_ctx *t, uint32_t known);
+
 /*
  * Open a region (named from the pool, or anonymous) into the table, through
  * handle @h of table slot @slot, or a random handle when @h is NULL.
@@ -323,6 +335,72 @@ void open_region(struct thread_ctx *t, const struct obj *h, int slot);
 void open_handle(struct thread_ctx *t);
 /* Map a region fd of the table and add the mapping. */
 void map_object(struct thread_ctx *t, const struct obj *o, int slot);
+
+/* ---- introspection (ops_introspect.c) ----------------------------------- */
+
+/* A random introspection call on region @o of table slot @slot. */
+void op_introspect(struct thread_ctx *t, const struct obj *o, int slot);
+/* An introspection call with one defect: the errno documented for it. */
+void op_introspect_invalid(struct thread_ctx *t);
+/* Read the fdinfo of a random fd of the table. */
+void op_fdinfo(struct thread_ctx *t);
+/*
+ * One call on region @o (WAITERS of the word at @offset, WHO of it, a name
+ * at it; UINT64_MAX: chosen here), and fdinfo of any table fd, judged.
+ */
+void introspect_waiters(struct thread_ctx *t, const struct obj *o, int slot, uint64_t offset);
+void introspect_who(struct thread_ctx *t, const struct obj *o, int slot, uint64_t offset);
+void introspect_name(struct thread_ctx *t, const struct obj *o, int slot, uint64_t offset);
+void introspect_objects(struct thread_ctx *t, const struct obj *o, int slot);
+void introspect_fdinfo(struct thread_ctx *t, const struct obj *o, int slot);
+
+/*
+ * What holds for any answer, whatever others did meanwhile (@in: the call
+ * as made, @out: as returned, @e: its entries, @size: the region's); false
+ * after a finding.
+ */
+bool waiters_sane(const struct syncmem_waiter_list *in, const struct syncmem_waiter_list *out,
+		  const struct syncmem_waiter_entry *e, uint64_t size, const char *what);
+bool who_sane(const struct syncmem_who *in, const struct syncmem_who *out, const char *what);
+bool objects_sane(const struct syncmem_object_list *in, const struct syncmem_object_list *out,
+		  const struct syncmem_object_entry *e, uint64_t size, const char *what);
+
+/*
+ * OBJECT_NAME of the object at @offset (inside a region of @size bytes): a
+ * valid name (into @buf, 64 bytes) or a removal, with defect number
+ * @defect (below name_defects(@remove); -1: none). *@want is the errno of
+ * the defect (0 without), *@why describes it.
+ */
+uint32_t name_defects(bool remove);
+void object_name_args(struct rng *r, uint64_t size, uint64_t offset, bool remove, int defect,
+		      char *buf, struct syncmem_object_name *arg, long *want, const char **why);
+
+/* What fdinfo says, parsed. */
+#define FDINFO_WAITS	32	/* waiters (and actions) a region fd's fdinfo lists at most */
+#define FDINFO_MAX	256	/* syncmem-wait lines kept */
+
+struct fdinfo_entry {	/* a syncmem-wait or syncmem-on-close line */
+	uint64_t region, offset, user_data, value, owner, since;
+	uint32_t position, size;
+	int32_t pid, tid;	/* -1: absent */
+	bool async, observer;
+};
+
+struct fdinfo {
+	char bad[160];		/* why the text is malformed; empty if it is not */
+	bool region, handle;	/* syncmem-region, syncmem-eventfd seen */
+	bool name;		/* syncmem-name seen */
+	/* -1: absent */
+	int64_t ino, named, size, mode, rdonly, objects, armed, waiters, eventfd, completions;
+	unsigned int nwaits, non_close;	/* lines, even those not kept */
+	struct fdinfo_entry waits[FDINFO_MAX], on_close[SYNCMEM_ON_CLOSE_MAX];
+};
+
+/*
+ * Read /proc/self/fdinfo/@fd whole, in pieces of a random size, and parse
+ * it into @fi: its length, or -errno (-ENOMEM: ours).
+ */
+long fdinfo_read(struct rng *r, int fd, struct fdinfo *fi);
 
 /* ---- the private handle of a thread (ledger.c) -------------------------- */
 

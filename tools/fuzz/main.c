@@ -120,6 +120,8 @@ static int setup(void)
 	}
 	/* REGION_LIST is the last part of ABI 2 to land: with it, check all of ABI 2. */
 	shared->abi2_checks = v.abi_version == 2 && (v.features & SYNCMEM_FEAT_REGION_LIST);
+	shared->introspect = v.features & SYNCMEM_FEAT_INTROSPECT;
+	shared->fdinfo = access("/proc/self/fdinfo", R_OK | X_OK) == 0;
 	shared->max_region_size = v.max_region_size;
 	shared->max_async_waits = module_param("max_async_waits", 1u << 17);
 	for (int i = 0; i < 4; i++) {
@@ -189,6 +191,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)o.ops, o.workers, o.kill_ms, o.unprivileged_every);
 	printf("fuzz: ABI 2 checks %s\n", shared->abi2_checks ? "on" :
 	       "off (the module does not report SYNCMEM_FEAT_REGION_LIST yet)");
+	printf("fuzz: introspection checks %s, fdinfo %s\n", shared->introspect ? "on" :
+	       "off (the module does not report SYNCMEM_FEAT_INTROSPECT)",
+	       shared->fdinfo ? "read" : "not read (no /proc/self/fdinfo)");
 	if (!baseline_take(handle, &before)) {
 		fprintf(stderr, "fuzz: cannot read STATS\n");
 		return 2;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Files come and go: handles (blocking or not), eventfds, files that are
- * not syncmem's (pipes, /dev/null, sockets), dups of any of them, and closes
- * of whatever another thread may be using.
+ * not syncmem's (pipes, /dev/null, sockets), dups of any of them, closes
+ * of whatever another thread may be using, and reads of their fdinfo.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -76,7 +76,7 @@ static void dup_object(struct thread_ctx *t)
 
 void op_files(struct thread_ctx *t)
 {
-	switch (rng_below(&t->rng, 12)) {
+	switch (rng_below(&t->rng, 14)) {
 	case 0: case 1:
 		open_handle(t);
 		break;
@@ -91,6 +91,9 @@ void op_files(struct thread_ctx *t)
 		break;
 	case 7: case 8:
 		dup_object(t);
+		break;
+	case 9: case 10:
+		op_fdinfo(t);
 		break;
 	default:
 		obj_close_random(&t->rng);

@@ -41,6 +41,10 @@ static const struct {
 	{ SYNCMEM_IOC_HANDOFF,		K_REGION, OP_HANDOFF, false },
 	{ SYNCMEM_IOC_LOCK_WAIT,	K_REGION, OP_LOCK_WAIT, false },
 	{ SYNCMEM_IOC_UNLOCK,		K_REGION, OP_UNLOCK, false },
+	{ SYNCMEM_IOC_WAITERS,		K_REGION, OP_WAITERS, true },
+	{ SYNCMEM_IOC_WHO,		K_REGION, OP_WHO, true },
+	{ SYNCMEM_IOC_OBJECT_NAME,	K_REGION, OP_OBJECT_NAME, false },
+	{ SYNCMEM_IOC_OBJECTS,		K_REGION, OP_OBJECTS, true },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -87,8 +91,8 @@ static void unknown_ioctl(struct thread_ctx *t)
 		cmd = cmds[rng_below(&t->rng, NCMDS)].cmd ^
 		      ((1 + rng_below(&t->rng, 3)) << _IOC_SIZESHIFT);
 		break;
-	default: {	/* a number nobody uses */
-		unsigned int nr = 0x16 + (unsigned int)rng_below(&t->rng, 0xea);
+	default: {	/* a number nobody uses (up to 0x1f: kept for new calls) */
+		unsigned int nr = 0x20 + (unsigned int)rng_below(&t->rng, 0xe0);
 
 		cmd = _IOC(rng_below(&t->rng, 4), SYNCMEM_IOC_MAGIC, nr,
 			   rng_below(&t->rng, sizeof(buf)));
@@ -100,7 +104,10 @@ static void unknown_ioctl(struct thread_ctx *t)
 	tally(OP_UNKNOWN_IOCTL, ret, if_stable(EXACTLY(-ENOTTY), obj_unchanged(slot, &o)), what);
 }
 
-/* The struct pointer faults: -EFAULT (-EBADF first for NOTIFY/HANDOFF on ro fds). */
+/*
+ * The struct pointer faults: -EFAULT (-EBADF first for NOTIFY, HANDOFF,
+ * UNLOCK and OBJECT_NAME on ro fds).
+ */
 static void bad_struct_pointer(struct thread_ctx *t)
 {
 	unsigned int i = (unsigned int)rng_below(&t->rng, NCMDS);
@@ -115,9 +122,14 @@ static void bad_struct_pointer(struct thread_ctx *t)
 		return;
 	if (cmds[i].op == OP_REGION_LIST && !shared->abi2_checks)
 		v = DOCUMENTED;
-	if ((cmds[i].op == OP_NOTIFY || cmds[i].op == OP_HANDOFF || cmds[i].op == OP_UNLOCK) &&
-	    o.rdonly)
+	if ((cmds[i].op == OP_NOTIFY || cmds[i].op == OP_HANDOFF || cmds[i].op == OP_UNLOCK ||
+	     cmds[i].op == OP_OBJECT_NAME) && o.rdonly)
 		v = EXACTLY(-EBADF);
+	/* A struct read from the read-only page is zeros: offset 0 may be no 8-byte word. */
+	if (cmds[i].op == OP_WHO && o.size < 8)
+		v = FAILS;
+	if (cmds[i].op >= OP_WAITERS && cmds[i].op <= OP_OBJECTS && !shared->introspect)
+		v = DOCUMENTED;	/* -ENOTTY */
 	p = bad_pointer(&t->rng, cmds[i].output);
 	ret = xioctl(o.fd, cmds[i].cmd, p);
 	snprintf(what, sizeof(what), "struct at %p", p);
@@ -180,7 +192,7 @@ static void bad_name_pointer(struct thread_ctx *t)
 	      if_stable(EXACTLY(-EFAULT), obj_unchanged(slot, &h)), "name pointer faults");
 }
 
-static uint32_t bad_bits(struct thread_ctx *t, uint32_t known)
+uint32_t bad_bits(struct thread_ctx *t, uint32_t known)
 {
 	uint32_t bits;
 
@@ -536,7 +548,7 @@ static void garbage(struct thread_ctx *t)
 
 void op_invalid(struct thread_ctx *t)
 {
-	switch (rng_below(&t->rng, 16)) {
+	switch (rng_below(&t->rng, 18)) {
 	case 0: case 1:
 		unknown_ioctl(t);
 		break;
@@ -557,6 +569,9 @@ void op_invalid(struct thread_ctx *t)
 		break;
 	case 12:
 		wrong_fd_kinds(t);
+		break;
+	case 13: case 14:
+		op_introspect_invalid(t);
 		break;
 	default:
 		garbage(t);

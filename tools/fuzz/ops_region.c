@@ -3,7 +3,8 @@
  * Region fd ioctls with meaningful arguments: REGION_INFO, WAIT, NOTIFY and
  * HANDOFF (storing and adding) on the words other threads and processes use,
  * and the owner-word calls (OWNER, LOCK_WAIT, UNLOCK) on the same words,
- * through writable and read-only fds.
+ * through writable and read-only fds; and the introspection calls that
+ * list who waits on and holds those words (ops_introspect.c).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -207,7 +208,7 @@ void op_region(struct thread_ctx *t)
 		open_region(t, NULL, 0);
 		return;
 	}
-	switch (rng_below(&t->rng, 13)) {
+	switch (rng_below(&t->rng, 16)) {
 	case 0:
 		region_info(t, &o, slot);
 		break;
@@ -223,8 +224,11 @@ void op_region(struct thread_ctx *t)
 	case 10: case 11:
 		region_lock_wait(t, &o, slot);
 		break;
-	default:
+	case 12:
 		region_unlock(t, &o, slot);
+		break;
+	default:
+		op_introspect(t, &o, slot);
 		break;
 	}
 }
