@@ -16,7 +16,14 @@
  *    make them, but exactly once each;
  *  - every record is one of these or of a POST, read exactly once; the
  *    eventfd counts exactly the records; on-close actions (words 16..23)
- *    store exactly what was armed when the handle goes away.
+ *    store exactly what was armed when the handle goes away;
+ *  - WAITERS lists exactly the pinned waits, by word and in queueing order
+ *    (and no more of the timed ones than may still be queued); WHO names
+ *    exactly what this thread stored in words 24..31 (its own ids, the
+ *    special ones, ids never issued); OBJECT_NAME keeps the names this
+ *    thread gave (-ENOSPC past SYNCMEM_OBJECTS_MAX, -ENOENT removing one
+ *    that is not there) and OBJECTS returns exactly them; the fdinfo of
+ *    the handle and of the region says the same.
  *
  * A check (ledger_check) cancels what is left, reads until every expected
  * record arrived (bounded) and verifies nothing else comes.
@@ -29,6 +36,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +47,8 @@
 #define PINNED_WORDS	8	/* words 0..7 */
 #define TIMED_WORD0	8	/* words 8..15 */
 #define ARMED_WORD0	16	/* words 16..23 */
+#define WHO_WORD0	24	/* words 24..31 */
+#define NAME_SLOTS	(REGION_BYTES / 4)
 #define UD_PINNED_END	24
 #define UD_TIMED_END	40
 #define UD_END		64
@@ -65,6 +75,13 @@ struct armed {
 	bool if_equal;
 };
 
+/* The name of an object of the region (len 0: none). */
+struct objname {
+	uint64_t size;
+	uint32_t kind, len;
+	char name[SYNCMEM_OBJECT_NAME_MAX + 1];
+};
+
 struct ledger {
 	int handle, eventfd, region;
 	uint64_t *words;		/* our mapping of the region */
@@ -73,9 +90,10 @@ struct ledger {
 	enum pending pending[UD_END];
 	uint64_t seq[UD_END];		/* queueing order of pending pinned waits */
 	uint64_t next_seq;
-	/* Pinned waiters per word, oldest first. */
+	/* Pinned waiters per word, oldest first, and the width of each. */
 	uint8_t fifo[PINNED_WORDS][UD_PINNED_END];
 	uint8_t fifo_len[PINNED_WORDS];
+	uint8_t width[UD_PINNED_END];
 
 	/* Records that must come, in this order (our own calls made them). */
 	struct record expect[EXPECT_MAX];
@@ -91,6 +109,10 @@ struct ledger {
 
 	struct armed armed[ARM_MAX];
 	unsigned int narmed;
+
+	/* Names of the region's objects, by offset / 4. */
+	struct objname names[NAME_SLOTS];
+	unsigned int nnames;
 };
 
 static bool is_wait_result(int32_t r)
@@ -347,6 +369,7 @@ static void pinned_wait(struct thread_ctx *t, struct ledger *l)
 		l->pending[ud] = P_SURE;
 		l->seq[ud] = l->next_seq++;
 		l->fifo[w][l->fifo_len[w]++] = (uint8_t)ud;
+		l->width[ud] = (uint8_t)width;
 	}
 }
 
@@ -669,6 +692,616 @@ static void disarm(struct thread_ctx *t, struct ledger *l)
 	memmove(a, a + 1, (char *)&l->armed[--l->narmed] - (char *)a);
 }
 
+/* ---- introspection ------------------------------------------------------ */
+
+/* A pinned waiter as WAITERS lists it. */
+struct pinned {
+	uint64_t offset;
+	uint32_t position, size;
+};
+
+/* The pinned waiters in the order of WAITERS (by word, then by arrival). */
+static unsigned int pinned_list(struct ledger *l, struct pinned *out)
+{
+	unsigned int n = 0;
+
+	for (unsigned int w = 0; w < PINNED_WORDS; w++)
+		for (unsigned int i = 0; i < l->fifo_len[w]; i++)
+			out[n++] = (struct pinned){ WORD_OFF(w), i, l->width[l->fifo[w][i]] };
+	return n;
+}
+
+static unsigned int timed_outstanding(struct ledger *l)
+{
+	unsigned int n = 0;
+
+	for (int ud = UD_PINNED_END; ud < UD_TIMED_END; ud++)
+		n += l->nd_count[ud];
+	return n;
+}
+
+/* A pinned wait of ours as WAITERS shows it; false after a finding. */
+static bool pinned_entry_is(const struct syncmem_waiter_entry *e, const struct pinned *p,
+			    const char *what)
+{
+	if (e->offset == p->offset && e->position == p->position && e->size == p->size &&
+	    e->flags == SYNCMEM_WAITER_ASYNC && e->pid == getpid() && !e->tid && !e->owner &&
+	    e->deadline_ns == SYNCMEM_NO_DEADLINE)
+		return true;
+	finding("ledger: WAITERS lists (%#llx, %u) size %u flags %#x pid %d tid %d owner %#llx deadline %#llx where our pinned wait (%#llx, %u) of size %u waits: %s",
+		(unsigned long long)e->offset, e->position, e->size, e->flags, e->pid, e->tid,
+		(unsigned long long)e->owner, (unsigned long long)e->deadline_ns,
+		(unsigned long long)p->offset, p->position, p->size, what);
+	return false;
+}
+
+static uint32_t pick_list_count(struct thread_ctx *t)
+{
+	static const uint32_t counts[] = { 0, 1, 2, 3, 8, 24, 255, 256, 257, SYNCMEM_LIST_MAX };
+
+	return counts[rng_below(&t->rng, sizeof(counts) / sizeof(counts[0]))];
+}
+
+/* WAITERS of one pinned word, from a cursor in it or not: exactly its fifo. */
+static void waiters_word(struct thread_ctx *t, struct ledger *l)
+{
+	unsigned int w = (unsigned int)rng_below(&t->rng, PINNED_WORDS), len = l->fifo_len[w];
+	bool from = rng_chance(&t->rng, 1, 3);
+	uint32_t count = pick_list_count(t), pos = from ? (uint32_t)rng_below(&t->rng, len + 2) : 0;
+	struct syncmem_waiter_entry *e = calloc(count ? count : 1, sizeof(*e));
+	struct syncmem_waiter_list in = {
+		.entries = (uintptr_t)e, .count = count, .offset = WORD_OFF(w), .position = pos,
+		.flags = SYNCMEM_WAITERS_WORD | (from ? SYNCMEM_WAITERS_FROM : 0),
+	}, arg = in;
+	uint64_t want = len > pos ? len - pos : 0;
+	char what[120];
+	long ret;
+
+	if (!e)
+		return;
+	ret = xioctl(l->region, SYNCMEM_IOC_WAITERS, &arg);
+	snprintf(what, sizeof(what), "WAITERS of pinned word %u (%u waiting) from position %u, count %u",
+		 w, len, pos, count);
+	if (!ALLOWED(l, OP_WAITERS, ret, what, 0) || ret ||
+	    !waiters_sane(&in, &arg, e, REGION_BYTES, what)) {
+		free(e);
+		return;
+	}
+	if (arg.total != want)
+		finding("ledger: WAITERS counted %llu, %llu of our pinned waits are there: %s",
+			(unsigned long long)arg.total, (unsigned long long)want, what);
+	for (uint32_t i = 0; i < arg.count && pos + i < len; i++) {
+		struct pinned p = { WORD_OFF(w), pos + i, l->width[l->fifo[w][pos + i]] };
+
+		if (!pinned_entry_is(&e[i], &p, what))
+			break;
+	}
+	free(e);
+}
+
+/* WAITERS of the whole region in pages from a cursor: the pinned ones exactly. */
+static void waiters_all(struct thread_ctx *t, struct ledger *l)
+{
+	struct pinned want[UD_PINNED_END];
+	unsigned int npinned = pinned_list(l, want), timed = timed_outstanding(l);
+	unsigned int first = 0, k, ntimed = 0, pages = 0;
+	uint32_t page = rng_chance(&t->rng, 1, 2) ? 1 + (uint32_t)rng_below(&t->rng, 8) :
+			SYNCMEM_LIST_MAX;
+	struct syncmem_waiter_entry *e = calloc(page, sizeof(*e));
+	struct syncmem_waiter_list in = { .entries = (uintptr_t)e, .count = page }, arg;
+	uint64_t total = 0;
+	bool done = false;
+	char what[160];
+
+	if (!e)
+		return;
+	if (rng_chance(&t->rng, 1, 2)) {	/* from a cursor, aligned or not */
+		in.flags = SYNCMEM_WAITERS_FROM;
+		in.offset = rng_below(&t->rng, 140);
+		in.position = (uint32_t)rng_below(&t->rng, 3);
+		while (first < npinned && (want[first].offset < in.offset ||
+		       (want[first].offset == in.offset && want[first].position < in.position)))
+			first++;
+	}
+	snprintf(what, sizeof(what), "WAITERS of the private region from (%#llx, %u) in pages of %u, %u pinned and %u timed waits",
+		 (unsigned long long)in.offset, in.position, page, npinned, timed);
+	k = first;
+	for (; pages < 64 && !done; pages++) {
+		long ret;
+
+		arg = in;
+		ret = xioctl(l->region, SYNCMEM_IOC_WAITERS, &arg);
+		if (!ALLOWED(l, OP_WAITERS, ret, what, 0) || ret ||
+		    !waiters_sane(&in, &arg, e, REGION_BYTES, what))
+			goto out;
+		if (!pages)
+			total = arg.total;
+		for (uint32_t i = 0; i < arg.count; i++) {
+			const struct syncmem_waiter_entry *x = &e[i];
+
+			if (x->offset < WORD_OFF(PINNED_WORDS)) {
+				if (k == npinned) {
+					finding("ledger: WAITERS lists (%#llx, %u) past our %u pinned waits: %s",
+						(unsigned long long)x->offset, x->position, npinned, what);
+					goto out;
+				}
+				if (!pinned_entry_is(x, &want[k++], what))
+					goto out;
+			} else if (x->offset < WORD_OFF(TIMED_WORD0 + 8) && x->size == 4 &&
+				   x->flags == SYNCMEM_WAITER_ASYNC && x->pid == getpid() &&
+				   x->deadline_ns != SYNCMEM_NO_DEADLINE) {
+				ntimed++;
+			} else {
+				finding("ledger: WAITERS lists (%#llx, %u) size %u flags %#x pid %d, not one of our waits: %s",
+					(unsigned long long)x->offset, x->position, x->size, x->flags,
+					x->pid, what);
+				goto out;
+			}
+		}
+		done = arg.count < page || e[arg.count - 1].position == UINT32_MAX;
+		in.flags = SYNCMEM_WAITERS_FROM;
+		if (arg.count) {
+			in.offset = e[arg.count - 1].offset;
+			in.position = e[arg.count - 1].position + 1;
+		}
+	}
+	if (total < npinned - first || total > npinned - first + timed || ntimed > timed ||
+	    (done && k != npinned))
+		finding("ledger: WAITERS counted %llu and listed %u pinned and %u timed waits in %u pages: %s",
+			(unsigned long long)total, k - first, ntimed, pages, what);
+out:
+	free(e);
+}
+
+/* WHO of a word holding what this thread stored there. */
+static void who(struct thread_ctx *t, struct ledger *l)
+{
+	unsigned int w = WHO_WORD0 + (unsigned int)rng_below(&t->rng, 8);
+	uint64_t bits = rng_below(&t->rng, 4) << 62, value = 0;
+	struct syncmem_who in = { .offset = WORD_OFF(w) }, arg;
+	uint32_t state = SYNCMEM_WHO_FREE, flags = 0;
+	int32_t pid = 0, tid = 0;
+	const char *kind = "free";
+	char what[160];
+	long want = 0, ret;
+
+	switch (rng_below(&t->rng, 9)) {
+	case 0:
+		break;
+	case 1: case 2: {
+		bool process = rng_chance(&t->rng, 1, 2);
+		struct syncmem_owner own = { .flags = process ? SYNCMEM_OWNER_PROCESS : 0 };
+
+		ret = xioctl(l->region, SYNCMEM_IOC_OWNER, &own);
+		if (!tally(OP_OWNER, ret, DOCUMENTED, "ledger: OWNER for WHO") || ret)
+			return;
+		value = own.id;
+		state = SYNCMEM_WHO_ALIVE;
+		pid = getpid();
+		if (process) {
+			flags = SYNCMEM_WHO_PROCESS;
+			kind = "our process's id";
+		} else {
+			tid = t->tid;
+			kind = "our thread's id";
+		}
+		break;
+	}
+	case 3:
+		value = SYNCMEM_OWNER_NOBODY;
+		state = SYNCMEM_WHO_NOBODY;
+		kind = "NOBODY";
+		break;
+	case 4:
+		value = SYNCMEM_OWNER_GONE;
+		state = SYNCMEM_WHO_GONE;
+		kind = "GONE";
+		break;
+	case 5:
+		value = SYNCMEM_OWNER_NOTRECOVERABLE;
+		state = SYNCMEM_WHO_NOTRECOVERABLE;
+		kind = "NOTRECOVERABLE";
+		break;
+	case 6:
+		value = SYNCMEM_OWNER_NOBODY - 1 - rng_below(&t->rng, 1u << 30);
+		state = SYNCMEM_WHO_DEAD;
+		kind = "an id never issued";
+		break;
+	case 7:
+		switch (rng_below(&t->rng, 3)) {
+		case 0:
+			in.offset += 1 + rng_below(&t->rng, 7);
+			break;
+		case 1:
+			in.offset = rng_chance(&t->rng, 1, 2) ? REGION_BYTES : REGION_BYTES - 4;
+			break;
+		default:
+			in.offset = UINT64_MAX - 7;
+			break;
+		}
+		want = -EINVAL;
+		kind = "a bad offset";
+		break;
+	default:
+		in.flags = bad_bits(t, 0);
+		want = -EINVAL;
+		kind = "flags";
+		break;
+	}
+	value |= bits;
+	atomic_store((_Atomic uint64_t *)&l->words[w], value);
+	in.word = rng_next(&t->rng);	/* garbage the kernel must overwrite */
+	in.pid = in.tid = -1;
+	in.state = 77;
+	arg = in;
+	ret = xioctl(l->region, SYNCMEM_IOC_WHO, &arg);
+	snprintf(what, sizeof(what), "WHO of private word at %#llx holding %#llx (%s) flags %#x",
+		 (unsigned long long)in.offset, (unsigned long long)value, kind, in.flags);
+	if (!ALLOWED(l, OP_WHO, ret, what, want) || ret || !who_sane(&in, &arg, what))
+		return;
+	if (arg.word != value || arg.state != state || arg.pid != pid || arg.tid != tid ||
+	    arg.flags != flags)
+		finding("ledger: WHO said word %#llx state %u pid %d tid %d flags %#x, expected state %u pid %d tid %d flags %#x: %s",
+			(unsigned long long)arg.word, arg.state, arg.pid, arg.tid, arg.flags, state,
+			pid, tid, flags, what);
+}
+
+/* What OBJECT_NAME must return, by the names this thread gave. */
+static long name_want(struct ledger *l, const struct syncmem_object_name *arg, long defect)
+{
+	const struct objname *n;
+
+	if (defect)
+		return defect;
+	n = &l->names[arg->offset / 4];
+	if (!arg->name)
+		return n->len ? 0 : -ENOENT;
+	return n->len || l->nnames < SYNCMEM_OBJECTS_MAX ? 0 : -ENOSPC;
+}
+
+/* OBJECT_NAME on the private region, judged exactly; the model follows. */
+static long name_call(struct ledger *l, const struct syncmem_object_name *arg, long want,
+		      const char *why)
+{
+	struct syncmem_object_name copy = *arg;
+	struct objname *n;
+	char what[200];
+	long ret;
+
+	ret = xioctl(l->region, SYNCMEM_IOC_OBJECT_NAME, &copy);
+	snprintf(what, sizeof(what), "ledger OBJECT_NAME (%s) at %#llx size %llu kind %u name_len %u, %u names",
+		 why, (unsigned long long)arg->offset, (unsigned long long)arg->size, arg->kind,
+		 arg->name_len, l->nnames);
+	if (!ALLOWED(l, OP_OBJECT_NAME, ret, what, want) || ret || want)
+		return ret;
+	n = &l->names[arg->offset / 4];
+	if (!arg->name) {
+		*n = (struct objname){ 0 };
+		l->nnames--;
+		return ret;
+	}
+	if (!n->len)
+		l->nnames++;
+	*n = (struct objname){ .size = arg->size, .kind = arg->kind, .len = arg->name_len };
+	memcpy(n->name, (const char *)(uintptr_t)arg->name, arg->name_len);
+	return ret;
+}
+
+static void name(struct thread_ctx *t, struct ledger *l)
+{
+	bool remove = rng_chance(&t->rng, 1, 4);
+	uint64_t slot = rng_chance(&t->rng, 3, 4) ? rng_below(&t->rng, 32) :
+			rng_below(&t->rng, NAME_SLOTS);
+	int defect = rng_chance(&t->rng, 1, 3) ? (int)rng_below(&t->rng, name_defects(remove)) : -1;
+	struct syncmem_object_name arg;
+	const char *why;
+	char buf[64];
+	long err;
+
+	object_name_args(&t->rng, REGION_BYTES, slot * 4, remove, defect, buf, &arg, &err, &why);
+	name_call(l, &arg, name_want(l, &arg, err), why);
+}
+
+/* Name free slots up to SYNCMEM_OBJECTS_MAX, then one more; rename, remove. */
+static void fill_names(struct thread_ctx *t, struct ledger *l)
+{
+	struct syncmem_object_name arg = { .kind = SYNCMEM_KIND_OTHER, .size = 4 };
+	char buf[24];
+	unsigned int slot, removals = (unsigned int)rng_below(&t->rng, SYNCMEM_OBJECTS_MAX + 1);
+
+	arg.name = (uintptr_t)buf;
+	for (slot = 0; slot < NAME_SLOTS && l->nnames < SYNCMEM_OBJECTS_MAX; slot++) {
+		if (l->names[slot].len)
+			continue;
+		arg.offset = slot * 4;
+		arg.name_len = (uint32_t)snprintf(buf, sizeof(buf), "slot %u", slot);
+		if (name_call(l, &arg, 0, "filling"))
+			return;	/* a finding, or a limit */
+	}
+	/* One more at a free offset: -ENOSPC. */
+	while (slot < NAME_SLOTS && l->names[slot].len)
+		slot++;
+	if (slot < NAME_SLOTS) {
+		arg.offset = slot * 4;
+		arg.name_len = (uint32_t)snprintf(buf, sizeof(buf), "one too many");
+		name_call(l, &arg, name_want(l, &arg, 0), "one past SYNCMEM_OBJECTS_MAX");
+	}
+	/* Renaming an object needs no room. */
+	arg.offset = rng_below(&t->rng, 32) * 4;
+	arg.name_len = (uint32_t)snprintf(buf, sizeof(buf), "renamed");
+	name_call(l, &arg, name_want(l, &arg, 0), "renaming");
+	arg = (struct syncmem_object_name){ 0 };
+	for (slot = (unsigned int)rng_below(&t->rng, NAME_SLOTS); removals; removals--) {
+		slot = (slot + 1) % NAME_SLOTS;
+		arg.offset = slot * 4;
+		name_call(l, &arg, name_want(l, &arg, 0), "removing");
+	}
+}
+
+/* OBJECTS of the private region: exactly our names, by offset. */
+static void objects(struct thread_ctx *t, struct ledger *l)
+{
+	uint32_t count = pick_list_count(t);
+	struct syncmem_object_entry *e = malloc((count ? count : 1) * sizeof(*e));
+	struct syncmem_object_list in = { .entries = (uintptr_t)e, .count = count }, arg;
+	bool bad = false;
+	const char *why = "";
+	char what[160];
+	long want = 0, ret;
+	uint32_t i = 0;
+
+	if (!e)
+		return;
+	memset(e, 0x5a, (count ? count : 1) * sizeof(*e));
+	switch (rng_below(&t->rng, 12)) {
+	case 0:
+		in.flags = bad_bits(t, 0);
+		want = -EINVAL;
+		why = ", flags";
+		break;
+	case 1:
+		in.count = SYNCMEM_LIST_MAX + 1;
+		want = -EINVAL;
+		why = ", count above SYNCMEM_LIST_MAX";
+		break;
+	case 2:
+		in.entries = (uintptr_t)bad_pointer(&t->rng, true);
+		want = count && l->nnames ? -EFAULT : 0;
+		bad = true;
+		why = ", entries pointer faults";
+		break;
+	}
+	arg = in;
+	ret = xioctl(l->region, SYNCMEM_IOC_OBJECTS, &arg);
+	snprintf(what, sizeof(what), "ledger OBJECTS count %u with %u names%s", in.count, l->nnames,
+		 why);
+	if (!ALLOWED(l, OP_OBJECTS, ret, what, want) || ret || bad ||
+	    !objects_sane(&in, &arg, e, REGION_BYTES, what))
+		goto out;
+	if (arg.total != l->nnames)
+		finding("ledger: OBJECTS counted %llu names, we gave %u: %s",
+			(unsigned long long)arg.total, l->nnames, what);
+	for (uint32_t slot = 0; slot < NAME_SLOTS && i < arg.count; slot++) {
+		const struct objname *n = &l->names[slot];
+
+		if (!n->len)
+			continue;
+		if (e[i].offset != slot * 4 || e[i].size != n->size || e[i].kind != n->kind ||
+		    e[i].name_len != n->len || memcmp(e[i].name, n->name, sizeof(n->name))) {
+			finding("ledger: OBJECTS entry %u is \"%.47s\" at %#llx size %llu kind %u, we named \"%s\" at %#x size %llu kind %u: %s",
+				i, e[i].name, (unsigned long long)e[i].offset,
+				(unsigned long long)e[i].size, e[i].kind, n->name, slot * 4,
+				(unsigned long long)n->size, n->kind, what);
+			break;
+		}
+		i++;
+	}
+out:
+	free(e);
+}
+
+/* The word a pending pinned wait waits on; -1 if none. */
+static int pinned_word(struct ledger *l, uint64_t ud)
+{
+	for (int w = 0; w < PINNED_WORDS; w++)
+		for (int i = 0; i < l->fifo_len[w]; i++)
+			if (l->fifo[w][i] == ud)
+				return w;
+	return -1;
+}
+
+/* The private region's fdinfo: our names, our pinned waiters first. */
+static void fdinfo_region(struct thread_ctx *t, struct ledger *l, struct fdinfo *fi)
+{
+	struct pinned want[UD_PINNED_END];
+	unsigned int npinned = pinned_list(l, want), timed = timed_outstanding(l), k = 0, listed;
+	const char *what = "fdinfo of the ledger's region";
+	struct stat st;
+	long ret;
+
+	ret = fdinfo_read(&t->rng, l->region, fi);
+	if (ret == -ENOMEM || !tally(OP_FDINFO, ret, DOCUMENTED, what) || ret < 0)
+		return;
+	if (fi->bad[0]) {
+		finding("ledger: %s is malformed: %s", what, fi->bad);
+		return;
+	}
+	listed = fi->nwaits < FDINFO_MAX ? fi->nwaits : FDINFO_MAX;
+	if (!fi->region || fi->handle || fi->name || fi->named || fi->size != REGION_BYTES ||
+	    fi->rdonly || fi->mode < 0 || fi->mode > 0777 || fi->objects != l->nnames ||
+	    fi->waiters < npinned || fi->waiters > npinned + timed ||
+	    fi->nwaits != (fi->waiters < FDINFO_WAITS ? fi->waiters : FDINFO_WAITS) ||
+	    fstat(l->region, &st) || fi->ino != (int64_t)st.st_ino) {
+		finding("ledger: %s says size %lld rdonly %lld named %lld objects %lld (we gave %u) waiters %lld (%u pinned, %u timed may be) in %u lines",
+			what, (long long)fi->size, (long long)fi->rdonly, (long long)fi->named,
+			(long long)fi->objects, l->nnames, (long long)fi->waiters, npinned, timed,
+			fi->nwaits);
+		return;
+	}
+	for (unsigned int i = 0; i < listed; i++) {
+		const struct fdinfo_entry *x = &fi->waits[i];
+		bool ours = x->async && x->pid == getpid() && x->tid == 0 && !x->owner;
+
+		if (x->offset < WORD_OFF(PINNED_WORDS) && k < npinned && ours &&
+		    x->offset == want[k].offset && x->position == want[k].position &&
+		    x->size == want[k].size) {
+			k++;
+		} else if (x->offset < WORD_OFF(PINNED_WORDS) || !ours || x->size != 4 ||
+			   x->offset >= WORD_OFF(TIMED_WORD0 + 8)) {
+			finding("ledger: %s lists waiter %u at (%#llx, %u) size %u pid %d tid %d, after %u of our %u pinned ones",
+				what, i, (unsigned long long)x->offset, x->position, x->size, x->pid,
+				x->tid, k, npinned);
+			return;
+		}
+	}
+	if (k != (npinned < FDINFO_WAITS ? npinned : FDINFO_WAITS)) {
+		finding("ledger: %s lists %u of our %u pinned waits", what, k, npinned);
+		return;
+	}
+	/* Our actions on its words, oldest first (a module without ARMED lists none). */
+	if (fi->armed < 0)
+		return;
+	if (fi->armed != l->narmed ||
+	    fi->non_close != (l->narmed < FDINFO_WAITS ? l->narmed : FDINFO_WAITS)) {
+		finding("ledger: %s counts %lld actions in %u lines, we armed %u", what,
+			(long long)fi->armed, fi->non_close, l->narmed);
+		return;
+	}
+	for (unsigned int i = 0; i < fi->non_close; i++) {
+		const struct fdinfo_entry *x = &fi->on_close[i];
+		const struct armed *a = &l->armed[i];
+
+		if (x->offset != WORD_OFF(a->word) || x->size != a->width || x->value != a->value ||
+		    x->pid != getpid()) {
+			finding("ledger: %s lists action %u at %#llx size %u value %#llx pid %d, we armed one at %#llx size %u value %#llx",
+				what, i, (unsigned long long)x->offset, x->size,
+				(unsigned long long)x->value, x->pid,
+				(unsigned long long)WORD_OFF(a->word), a->width,
+				(unsigned long long)a->value);
+			return;
+		}
+	}
+}
+
+/* The private handle's fdinfo: our pending waits, records and actions. */
+static void fdinfo_handle(struct thread_ctx *t, struct ledger *l, struct fdinfo *fi)
+{
+	unsigned int sure = count_pending(l, P_SURE, 0, UD_PINNED_END), nd = 0, k = 0;
+	const char *what = "fdinfo of the ledger's handle";
+	uint8_t shown[UD_END] = { 0 };
+	uint64_t done[UD_PINNED_END];
+	struct stat st;
+	long ret;
+
+	for (int ud = 0; ud < UD_END; ud++)
+		nd += l->nd_count[ud];
+	ret = fdinfo_read(&t->rng, l->handle, fi);
+	if (ret == -ENOMEM || !tally(OP_FDINFO, ret, DOCUMENTED, what) || ret < 0)
+		return;
+	if (fi->bad[0]) {
+		finding("ledger: %s is malformed: %s", what, fi->bad);
+		return;
+	}
+	if (!fi->handle || fi->region || fi->eventfd != 1 || fi->completions < l->expect_len ||
+	    fi->completions > l->expect_len + nd || fi->nwaits < sure || fi->nwaits > sure + nd ||
+	    fi->non_close != l->narmed || fstat(l->region, &st)) {
+		finding("ledger: %s says eventfd %lld completions %lld (%u records due, %u may come), %u waits pending (%u pinned, %u may be), %u actions armed (%u)",
+			what, (long long)fi->eventfd, (long long)fi->completions, l->expect_len, nd,
+			fi->nwaits, sure, nd, fi->non_close, l->narmed);
+		return;
+	}
+	/* The pinned waits, oldest first, each on its word. */
+	for (int n = 0; n < (int)sure; n++) {
+		uint64_t best = UD_END;
+
+		for (uint64_t ud = 0; ud < UD_PINNED_END; ud++)
+			if (l->pending[ud] == P_SURE && (!n || l->seq[ud] > l->seq[done[n - 1]]) &&
+			    (best == UD_END || l->seq[ud] < l->seq[best]))
+				best = ud;
+		done[n] = best;
+	}
+	for (unsigned int i = 0; i < fi->nwaits && i < FDINFO_MAX; i++) {
+		const struct fdinfo_entry *x = &fi->waits[i];
+		uint64_t ud = x->user_data;
+		int w = ud < UD_PINNED_END ? pinned_word(l, ud) : -1;
+
+		if (ud < UD_PINNED_END && k < sure && ud == done[k] && w >= 0 &&
+		    x->region == (uint64_t)st.st_ino && x->offset == WORD_OFF(w) &&
+		    x->size == l->width[ud]) {
+			k++;
+			continue;
+		}
+		if (ud >= UD_PINNED_END && ud < UD_END && ++shown[ud] <= l->nd_count[ud])
+			continue;
+		finding("ledger: %s lists a wait of user_data %llu at %#llx size %u (%u of our %u pinned ones listed before)",
+			what, (unsigned long long)ud, (unsigned long long)x->offset, x->size, k, sure);
+		return;
+	}
+	if (k != sure) {
+		finding("ledger: %s lists %u of our %u pinned waits", what, k, sure);
+		return;
+	}
+	for (unsigned int i = 0; i < l->narmed; i++) {
+		const struct fdinfo_entry *x = &fi->on_close[i];
+		const struct armed *a = &l->armed[i];
+
+		if (x->user_data != a->user_data || x->offset != WORD_OFF(a->word) ||
+		    x->size != a->width || x->value != a->value ||
+		    x->region != (uint64_t)st.st_ino) {
+			finding("ledger: %s lists action %u as user_data %llu at %#llx size %u value %#llx, we armed %llu at %#llx size %u value %#llx",
+				what, i, (unsigned long long)x->user_data,
+				(unsigned long long)x->offset, x->size, (unsigned long long)x->value,
+				(unsigned long long)a->user_data,
+				(unsigned long long)WORD_OFF(a->word), a->width,
+				(unsigned long long)a->value);
+			return;
+		}
+	}
+}
+
+static void ledger_fdinfo(struct thread_ctx *t, struct ledger *l)
+{
+	struct fdinfo *fi = malloc(sizeof(*fi));
+
+	if (!fi)
+		return;
+	if (rng_chance(&t->rng, 1, 2))
+		fdinfo_region(t, l, fi);
+	else
+		fdinfo_handle(t, l, fi);
+	free(fi);
+}
+
+static void introspect(struct thread_ctx *t, struct ledger *l)
+{
+	if (!shared->introspect)
+		return;
+	switch (rng_below(&t->rng, 32)) {
+	case 0: case 1: case 2: case 3: case 4: case 5:
+		waiters_word(t, l);
+		break;
+	case 6: case 7: case 8: case 9:
+		waiters_all(t, l);
+		break;
+	case 10: case 11: case 12: case 13:
+		who(t, l);
+		break;
+	case 14: case 15: case 16: case 17: case 18: case 19:
+		name(t, l);
+		break;
+	case 20:
+		fill_names(t, l);
+		break;
+	case 21: case 22: case 23: case 24:
+		objects(t, l);
+		break;
+	default:
+		if (shared->fdinfo)
+			ledger_fdinfo(t, l);
+		break;
+	}
+}
+
 void ledger_step(struct thread_ctx *t, struct ledger *l)
 {
 	unsigned int k = (unsigned int)rng_below(&t->rng, 100);
@@ -701,6 +1334,8 @@ void ledger_step(struct thread_ctx *t, struct ledger *l)
 		arm(t, l);
 	else if (k < 91)
 		disarm(t, l);
+	else if (k < 94)
+		introspect(t, l);
 	else
 		read_records(t, l);
 }
@@ -795,6 +1430,9 @@ void ledger_check(struct thread_ctx *t, struct ledger *l)
 	tally(OP_READ, ret < 0 ? -errno : ret, EXACTLY(-EAGAIN), "ledger read after everything came");
 	tally(OP_POLL, pollin(l), EXACTLY(0), "ledger poll after everything came");
 	region_info(l);
+	/* Nothing pending, nothing to read: the fdinfo of both says so. */
+	if (shared->introspect && shared->fdinfo)
+		ledger_fdinfo(t, l);
 	/* One eventfd signal per record, each after its record is queued. */
 	for (uint64_t until = now_ns() + 2000000000ull;;) {
 		if (read(l->eventfd, &value, sizeof(value)) == sizeof(value))
