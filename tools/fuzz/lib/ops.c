@@ -6,7 +6,9 @@
  * owner per block, one holder per lock, key and gate, no more holders than
  * units, writers alone); with it, any error is allowed and only the safety
  * promises (no crash, nothing outside the region, an end to every call)
- * are checked, by the supervisor.
+ * are checked, by the supervisor. The introspection calls (waiters,
+ * holders, names) get random arguments and must return what the API
+ * documents for them, scribbled or not: their answers come from the kernel.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -79,6 +81,26 @@ static void doing(struct worker *w, const char *what)
 	atomic_store(&books->since[w->index], now_ns());
 }
 
+static bool judge_list(struct worker *w, const char *call, long ret, bool may_sleep, bool always,
+		       int n, va_list ap)
+{
+	atomic_fetch_add(&books->ops[w->index], 1);
+	if (ret < 0)
+		atomic_fetch_add(&books->errors, 1);
+	if (w->scribbled && !always)
+		return true;
+	if (ret == -EBADF && may_sleep && no_kernel(w))
+		return true;
+	for (int i = 0; i < n; i++)
+		if (va_arg(ap, long) == ret)
+			return true;
+	finding("%s returned %ld (%s)%s (worker %d seed %#llx)", call, ret,
+		ret < 0 ? strerrorname_np((int)-ret) : "",
+		w->scribbled ? "" : " on objects nobody scribbled", w->index,
+		(unsigned long long)w->seed);
+	return false;
+}
+
 /*
  * Judge @ret of @call: any error when the objects are scribbled; else one
  * of the listed results (-EBADF too on the host for calls that may sleep).
@@ -86,25 +108,28 @@ static void doing(struct worker *w, const char *what)
 static bool judge(struct worker *w, const char *call, long ret, bool may_sleep, int n, ...)
 {
 	va_list ap;
+	bool ok;
 
-	atomic_fetch_add(&books->ops[w->index], 1);
-	if (ret < 0)
-		atomic_fetch_add(&books->errors, 1);
-	if (w->scribbled)
-		return true;
-	if (ret == -EBADF && may_sleep && no_kernel(w))
-		return true;
 	va_start(ap, n);
-	for (int i = 0; i < n; i++)
-		if (va_arg(ap, long) == ret) {
-			va_end(ap);
-			return true;
-		}
+	ok = judge_list(w, call, ret, may_sleep, false, n, ap);
 	va_end(ap);
-	finding("%s returned %ld (%s) on objects nobody scribbled (worker %d seed %#llx)", call,
-		ret, ret < 0 ? strerrorname_np((int)-ret) : "", w->index,
-		(unsigned long long)w->seed);
-	return false;
+	return ok;
+}
+
+/*
+ * The same for calls whose results do not depend on what the region holds
+ * (introspection: the kernel answers): judged with the scribbler too. On
+ * the host, -EBADF where the kernel would be asked (@asks).
+ */
+static bool judge_always(struct worker *w, const char *call, long ret, bool asks, int n, ...)
+{
+	va_list ap;
+	bool ok;
+
+	va_start(ap, n);
+	ok = judge_list(w, call, ret, asks, true, n, ap);
+	va_end(ap);
+	return ok;
 }
 
 /* A holder count that must stay within @max (when nobody scribbles). */
@@ -428,6 +453,266 @@ static void keyed_op(struct worker *w)
 	}
 }
 
+/* ---- introspection ------------------------------------------------------ */
+
+/*
+ * An address for an introspection call: a word of an object of the arena,
+ * any aligned word, any byte, across the end, below the start, or not in
+ * the region at all. *@ok: a @width-byte object aligned to @align there is
+ * inside the region (what the library checks before asking the kernel).
+ */
+static void *pick_address(struct worker *w, size_t width, size_t align, bool *ok)
+{
+	char *base = w->a->base;
+	static char elsewhere[16];
+	uintptr_t a;
+
+	switch (rng_below(&w->rng, 11)) {
+	case 0:
+		a = (uintptr_t)&lock_at(w, (unsigned int)rng_below(&w->rng, NLOCKS))->word;
+		break;
+	case 1:
+		a = (uintptr_t)&gate_at(w, (unsigned int)rng_below(&w->rng, NGATES))->word;
+		break;
+	case 2:
+		a = (uintptr_t)&rwlock_at(w, (unsigned int)rng_below(&w->rng,
+								       NRWLOCKS))->turnstile.word;
+		break;
+	case 3:
+		a = (uintptr_t)&sem_at(w, (unsigned int)rng_below(&w->rng, NSEMS))->word;
+		break;
+	case 4:
+		a = (uintptr_t)base + w->a->at.pool + rng_below(&w->rng, w->a->at.pool_len / 8) * 8;
+		break;
+	case 5:
+		a = (uintptr_t)base + rng_below(&w->rng, ARENA_BYTES / align) * align;
+		break;
+	case 6:
+		a = (uintptr_t)base + rng_below(&w->rng, ARENA_BYTES);
+		break;
+	case 7:
+		a = (uintptr_t)base + ARENA_BYTES - width + rng_below(&w->rng, 2 * width + 1);
+		break;
+	case 8:
+		a = (uintptr_t)base - align * (1 + rng_below(&w->rng, 4));
+		break;
+	case 9:
+		a = (uintptr_t)elsewhere;
+		break;
+	default:
+		a = 0;
+		break;
+	}
+	*ok = a && a >= (uintptr_t)base && a - (uintptr_t)base <= ARENA_BYTES &&
+	      ARENA_BYTES - (a - (uintptr_t)base) >= width && !(a % align);
+	return (void *)a;
+}
+
+/* The arena's region, or a read-only view of it (the library refuses names there). */
+static struct syncmem_region *pick_region(struct worker *w, struct syncmem_region *ro)
+{
+	if (!rng_below(&w->rng, 32))
+		return NULL;
+	if (rng_below(&w->rng, 6))
+		return region(w);
+	*ro = *region(w);
+	ro->rdonly = true;
+	return ro;
+}
+
+static bool printable_name(const char *s, size_t cap)
+{
+	size_t len = strnlen(s, cap);
+
+	if (!len || len == cap)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static void waiters_op(struct worker *w)
+{
+	static const size_t caps[] = { 0, 1, 2, 16, SYNCMEM_LIST_MAX, SYNCMEM_LIST_MAX + 1 };
+	size_t cap = caps[rng_below(&w->rng, sizeof(caps) / sizeof(caps[0]))];
+	struct syncmem_waiter_info *out = calloc(cap ? cap : 1, sizeof(*out));
+	struct syncmem_region ro, *r = pick_region(w, &ro);
+	bool word_ok = true, null_out = !rng_below(&w->rng, 16);
+	void *word = rng_below(&w->rng, 2) ? pick_address(w, 4, 4, &word_ok) : NULL;
+	bool valid = r && !(null_out && cap) && (word_ok || !word);	/* NULL: every word */
+	int ret;
+
+	if (!out)
+		return;
+	doing(w, "syncmem_waiters");
+	ret = syncmem_waiters(r, word, null_out ? NULL : out, cap);
+	if (!valid) {
+		judge_always(w, "syncmem_waiters with a bad argument", ret, false, 1, (long)-EINVAL);
+	} else if (ret < 0) {
+		judge_always(w, "syncmem_waiters", ret, true, 1, (long)-ENOMEM);
+	} else if (!null_out) {
+		size_t n = (size_t)ret < cap ? (size_t)ret : cap;
+
+		atomic_fetch_add(&books->ops[w->index], 1);
+		for (size_t i = 0; i < n; i++) {
+			const struct syncmem_waiter_info *x = &out[i], *p = i ? &out[i - 1] : NULL;
+
+			if ((x->size != 4 && x->size != 8) || x->offset % x->size ||
+			    x->offset + x->size > ARENA_BYTES ||
+			    (word && x->offset != (uint64_t)((char *)word - w->a->base)) ||
+			    (p && (p->offset > x->offset ||
+				   (p->offset == x->offset && p->position >= x->position)))) {
+				finding("syncmem_waiters entry %zu of %d: a %u-byte word at %#llx position %u (the word asked: %p) (worker %d seed %#llx)",
+					i, ret, x->size, (unsigned long long)x->offset, x->position,
+					word, w->index, (unsigned long long)w->seed);
+				break;
+			}
+		}
+	}
+	free(out);
+}
+
+static void holder_op(struct worker *w)
+{
+	struct syncmem_region ro, *r = pick_region(w, &ro);
+	struct syncmem_holder_info info = { .pid = -1, .tid = -1, .state = -1 };
+	unsigned int i = (unsigned int)rng_below(&w->rng, NLOCKS);
+	bool word_ok = true, null_out = !rng_below(&w->rng, 16), mine;
+	void *word;
+	int ret;
+
+	/* Mostly a lock this worker may hold: WHO must name us then. */
+	if (rng_below(&w->rng, 2))
+		word = &lock_at(w, i)->word;
+	else
+		word = pick_address(w, 8, 8, &word_ok);
+	mine = word == &lock_at(w, i)->word && held.lock[i];
+	doing(w, "syncmem_holder");
+	ret = syncmem_holder(r, word, null_out ? NULL : &info);
+	if (!r || null_out || !word_ok) {
+		judge_always(w, "syncmem_holder with a bad argument", ret, false, 1, (long)-EINVAL);
+		return;
+	}
+	if (!judge_always(w, "syncmem_holder", ret, true, 1, 0L) || ret)
+		return;
+	if (info.state < SYNCMEM_HOLDER_FREE || info.state > SYNCMEM_HOLDER_NOTRECOVERABLE ||
+	    (info.state != SYNCMEM_HOLDER_ALIVE && (info.pid || info.tid)) ||
+	    (!w->scribbled && mine && (info.state != SYNCMEM_HOLDER_ALIVE || info.pid != getpid())))
+		finding("syncmem_holder of %s: word %#llx state %d pid %d tid %d (we are %d) (worker %d seed %#llx)",
+			mine ? "a lock we hold" : "a word", (unsigned long long)info.word, info.state,
+			info.pid, info.tid, getpid(), w->index, (unsigned long long)w->seed);
+}
+
+static void name_op(struct worker *w)
+{
+	static const char *const names[] = {
+		"lock", "the pool", "gate 3", "", "tab\there", "\x7f", "caf\xc3\xa9", "\x01",
+		"~!@#$%^&*()_+{}|:<>?",
+		"12345678901234567890123456789012345678901234567",	/* 47 */
+		"123456789012345678901234567890123456789012345678",	/* 48 */
+	};
+	static const size_t sizes[] = { 0, 1, 4, 8, 64, sizeof(struct syncmem_lock), ARENA_BYTES,
+					ARENA_BYTES + 1, SIZE_MAX };
+	struct syncmem_region ro, *r = pick_region(w, &ro);
+	size_t size = sizes[rng_below(&w->rng, sizeof(sizes) / sizeof(sizes[0]))];
+	int kind = (int)rng_below(&w->rng, 11) - (rng_below(&w->rng, 16) ? 0 : 1);
+	const char *name = rng_below(&w->rng, 4) ?
+			   names[rng_below(&w->rng, sizeof(names) / sizeof(names[0]))] : NULL;
+	bool ok = true, reaches;
+	void *obj = pick_address(w, 1, 4, &ok);
+	int ret;
+
+	/* What the library checks before the kernel is asked. */
+	if (!r || !obj) {
+		ok = false;
+	} else if (name) {
+		size_t len = strnlen(name, SYNCMEM_OBJECT_NAME_MAX + 1);
+		uintptr_t a = (uintptr_t)obj, base = (uintptr_t)w->a->base;
+
+		ok = size && kind >= SYNCMEM_OBJ_WORD && kind <= SYNCMEM_OBJ_OTHER && len &&
+		     len <= SYNCMEM_OBJECT_NAME_MAX && a >= base && a - base <= ARENA_BYTES &&
+		     ARENA_BYTES - (a - base) >= size && !(a % 4);
+	}
+	reaches = ok && !r->rdonly;
+	doing(w, "syncmem_name_object");
+	ret = syncmem_name_object(r, obj, size, kind, name);
+	if (!ok)
+		judge_always(w, "syncmem_name_object with a bad argument", ret, false, 1, (long)-EINVAL);
+	else if (r->rdonly)
+		judge_always(w, "syncmem_name_object on a read-only region", ret, false, 1, (long)-EBADF);
+	else if (!name)
+		judge_always(w, "syncmem_name_object removing a name", ret, reaches, 2, 0L, (long)-ENOENT);
+	else if (!printable_name(name, SYNCMEM_OBJECT_NAME_MAX + 1))
+		judge_always(w, "syncmem_name_object with a name not printable ASCII", ret, reaches, 1,
+		      (long)-EINVAL);
+	else
+		judge_always(w, "syncmem_name_object", ret, reaches, 3, 0L, (long)-ENOSPC, (long)-ENOMEM);
+}
+
+static void objects_op(struct worker *w)
+{
+	static const size_t caps[] = { 0, 1, 3, SYNCMEM_OBJECTS_MAX, SYNCMEM_LIST_MAX + 1 };
+	size_t cap = caps[rng_below(&w->rng, sizeof(caps) / sizeof(caps[0]))];
+	struct syncmem_object_info *out = malloc((cap ? cap : 1) * sizeof(*out));
+	struct syncmem_region ro, *r = pick_region(w, &ro);
+	bool null_out = !rng_below(&w->rng, 16);
+	int ret;
+
+	if (!out)
+		return;
+	memset(out, 0x7f, (cap ? cap : 1) * sizeof(*out));
+	doing(w, "syncmem_objects");
+	ret = syncmem_objects(r, null_out ? NULL : out, cap);
+	if (!r || (null_out && cap)) {
+		judge_always(w, "syncmem_objects with a bad argument", ret, false, 1, (long)-EINVAL);
+	} else if (ret < 0) {
+		judge_always(w, "syncmem_objects", ret, true, 1, (long)-ENOMEM);
+	} else {
+		size_t n = (size_t)ret < cap ? (size_t)ret : cap;
+
+		atomic_fetch_add(&books->ops[w->index], 1);
+		if (ret > SYNCMEM_OBJECTS_MAX)
+			finding("syncmem_objects says %d names, more than %d (worker %d seed %#llx)",
+				ret, SYNCMEM_OBJECTS_MAX, w->index, (unsigned long long)w->seed);
+		for (size_t i = 0; i < n && !null_out; i++) {
+			const struct syncmem_object_info *o = &out[i];
+
+			if (o->offset % 4 || !o->size || o->offset >= ARENA_BYTES ||
+			    o->size > ARENA_BYTES - o->offset || o->kind < SYNCMEM_OBJ_WORD ||
+			    o->kind > SYNCMEM_OBJ_OTHER ||
+			    !printable_name(o->name, sizeof(o->name)) ||
+			    (i && o->offset <= out[i - 1].offset)) {
+				finding("syncmem_objects entry %zu of %d: \"%.47s\" at %#llx size %llu kind %d (worker %d seed %#llx)",
+					i, ret, o->name, (unsigned long long)o->offset,
+					(unsigned long long)o->size, o->kind, w->index,
+					(unsigned long long)w->seed);
+				break;
+			}
+		}
+	}
+	free(out);
+}
+
+/* Introspection calls with random arguments: documented errors, never a crash. */
+static void introspect_op(struct worker *w)
+{
+	switch (rng_below(&w->rng, 4)) {
+	case 0:
+		waiters_op(w);
+		break;
+	case 1:
+		holder_op(w);
+		break;
+	case 2:
+		name_op(w);
+		break;
+	default:
+		objects_op(w);
+		break;
+	}
+}
+
 /* ---- the loop ----------------------------------------------------------- */
 
 /* Give back everything held, so the clean run can check the objects are idle. */
@@ -494,10 +779,10 @@ void worker_run(struct worker *w, uint64_t until)
 	if (w->a->region.fd < 0)
 		syncmem__cached_owner = 1 + (uint64_t)w->index;
 	while (now_ns() < until) {
-		unsigned int k = (unsigned int)rng_below(&w->rng, 12);
+		unsigned int k = (unsigned int)rng_below(&w->rng, 13);
 
-		/* Only the kinds of objects this run uses. */
-		if (!(w->objects & (k < 4 ? OBJ_POOL : k < 10 ? OBJ_LOCKS : OBJ_KEYED)))
+		/* Only the kinds of objects this run uses (introspection is of all). */
+		if (k < 12 && !(w->objects & (k < 4 ? OBJ_POOL : k < 10 ? OBJ_LOCKS : OBJ_KEYED)))
 			continue;
 		switch (k) {
 		case 0: case 1:
@@ -527,8 +812,11 @@ void worker_run(struct worker *w, uint64_t until)
 		case 8: case 9:
 			rwlock_op(w);
 			break;
-		default:
+		case 10: case 11:
 			keyed_op(w);
+			break;
+		default:
+			introspect_op(w);
 			break;
 		}
 	}
