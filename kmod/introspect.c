@@ -21,6 +21,26 @@
 #include "syncmem_core.h"
 
 /**
+ * syncmem_list_alloc - check a list ioctl's flags and count, get its array
+ * @flags:	Its flags (none are known: must be zero).
+ * @count:	Entries asked for, at most SYNCMEM_LIST_MAX.
+ * @esize:	Size of one entry.
+ * @out:	Set to the zeroed array (NULL for @count 0).
+ *
+ * Returns 0, -EINVAL or -ENOMEM.
+ */
+long syncmem_list_alloc(u32 flags, u32 count, size_t esize, void **out)
+{
+	*out = NULL;
+	if (flags || count > SYNCMEM_LIST_MAX)
+		return -EINVAL;
+	if (!count)
+		return 0;
+	*out = kvcalloc(count, esize, GFP_KERNEL_ACCOUNT);
+	return *out ? 0 : -ENOMEM;
+}
+
+/**
  * syncmem_list_reply - end a list ioctl: entries out, then its argument
  * @uarg:	The ioctl's argument in user memory.
  * @arg:	Its updated kernel copy, @arg_size bytes.

@@ -247,15 +247,13 @@ long syncmem_ioctl_armed(struct syncmem_region *r, void __user *uarg)
 	struct syncmem_armed_list arg;
 	u32 n = 0;
 
+	long err;
+
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags || arg.count > SYNCMEM_LIST_MAX)
-		return -EINVAL;
-	if (arg.count) {
-		out = kvcalloc(arg.count, sizeof(*out), GFP_KERNEL_ACCOUNT);
-		if (!out)
-			return -ENOMEM;
-	}
+	err = syncmem_list_alloc(arg.flags, arg.count, sizeof(*out), (void **)&out);
+	if (err)
+		return err;
 	spin_lock(&r->armed_lock);
 	list_for_each_entry(a, &r->armed, region_node) {
 		if (n == arg.count)

@@ -382,6 +382,7 @@ long syncmem_ioctl_object_name(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_objects(struct syncmem_region *r, void __user *uarg);
 
 /* introspect.c: who waits and who holds */
+long syncmem_list_alloc(u32 flags, u32 count, size_t esize, void **out);
 long syncmem_list_reply(void __user *uarg, const void *arg, size_t arg_size,
 			u64 entries, void *out, size_t bytes);
 long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg);

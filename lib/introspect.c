@@ -65,22 +65,42 @@ static int clamp_total(__u64 total)
 	return total > INT32_MAX ? INT32_MAX : (int)total;
 }
 
+/* ARMED's argument has OBJECTS' layout: one call serves both. */
+_Static_assert(sizeof(struct syncmem_armed_list) == sizeof(struct syncmem_object_list) &&
+	       offsetof(struct syncmem_armed_list, count) ==
+	       offsetof(struct syncmem_object_list, count) &&
+	       offsetof(struct syncmem_armed_list, total) ==
+	       offsetof(struct syncmem_object_list, total), "list arguments alike");
+
+/*
+ * One OBJECTS or ARMED call for up to @cap entries of @esize bytes into a
+ * new array (the caller frees it): 0 or -errno, @arg filled.
+ */
+static int list_call(struct syncmem_region *r, unsigned long req, size_t esize,
+		     size_t cap, struct syncmem_object_list *arg, void **entries)
+{
+	int err;
+
+	*arg = (struct syncmem_object_list){ .count = list_count(cap) };
+	*entries = calloc(arg->count, esize);
+	if (!*entries)
+		return -ENOMEM;
+	arg->entries = (__u64)(uintptr_t)*entries;
+	err = syncmem__ioctl(r->fd, req, arg);
+	return err < 0 ? err : 0;
+}
+
 int syncmem_objects(struct syncmem_region *r, struct syncmem_object_info *out,
 		    size_t cap)
 {
-	struct syncmem_object_list arg = { 0 };
+	struct syncmem_object_list arg;
 	struct syncmem_object_entry *e;
 	int err;
 
 	if (!r || (!out && cap))
 		return -EINVAL;
-	arg.count = list_count(cap);
-	e = calloc(arg.count, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	arg.entries = (__u64)(uintptr_t)e;
-	err = syncmem__ioctl(r->fd, SYNCMEM_IOC_OBJECTS, &arg);
-	if (err >= 0) {
+	err = list_call(r, SYNCMEM_IOC_OBJECTS, sizeof(*e), cap, &arg, (void **)&e);
+	if (!err) {
 		for (__u32 i = 0; i < arg.count && i < cap; i++) {
 			__u32 len = e[i].name_len;
 
@@ -198,19 +218,14 @@ int syncmem_holder(struct syncmem_region *r, const void *word,
 
 int syncmem_armed(struct syncmem_region *r, struct syncmem_armed_info *out, size_t cap)
 {
-	struct syncmem_armed_list arg = { 0 };
+	struct syncmem_object_list arg;
 	struct syncmem_armed_entry *e;
 	int err;
 
 	if (!r || (!out && cap))
 		return -EINVAL;
-	arg.count = list_count(cap);
-	e = calloc(arg.count, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	arg.entries = (__u64)(uintptr_t)e;
-	err = syncmem__ioctl(r->fd, SYNCMEM_IOC_ARMED, &arg);
-	if (err >= 0) {
+	err = list_call(r, SYNCMEM_IOC_ARMED, sizeof(*e), cap, &arg, (void **)&e);
+	if (!err) {
 		for (__u32 i = 0; i < arg.count && i < cap; i++) {
 			out[i] = (struct syncmem_armed_info){
 				.offset = e[i].offset,
