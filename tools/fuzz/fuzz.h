@@ -376,7 +376,7 @@ void object_name_args(struct rng *r, uint64_t size, uint64_t offset, bool remove
 		      char *buf, struct syncmem_object_name *arg, long *want, const char **why);
 
 /* What fdinfo says, parsed. */
-#define FDINFO_WAITS	32	/* waiters (and actions) a region fd's fdinfo lists at most */
+#define FDINFO_WAITS	32	/* waiters, actions, pending waits an fdinfo lists at most */
 #define FDINFO_MAX	256	/* syncmem-wait lines kept */
 
 struct fdinfo_entry {	/* a syncmem-wait or syncmem-on-close line */
@@ -391,7 +391,7 @@ struct fdinfo {
 	bool region, handle;	/* syncmem-region, syncmem-eventfd seen */
 	bool name;		/* syncmem-name seen */
 	/* -1: absent */
-	int64_t ino, named, size, mode, rdonly, objects, armed, waiters, eventfd, completions;
+	int64_t ino, named, size, mode, rdonly, objects, armed, waiters, eventfd, outstanding;
 	unsigned int nwaits, non_close;	/* lines, even those not kept */
 	struct fdinfo_entry waits[FDINFO_MAX], on_close[SYNCMEM_ON_CLOSE_MAX];
 };

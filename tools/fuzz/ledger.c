@@ -1183,7 +1183,11 @@ static void fdinfo_region(struct thread_ctx *t, struct ledger *l, struct fdinfo 
 	}
 }
 
-/* The private handle's fdinfo: our pending waits, records and actions. */
+/*
+ * The private handle's fdinfo: our pending waits (the first 32, oldest
+ * first), our waits outstanding (pending, or completed and not read; one
+ * may be freed a little after its record was read) and our actions.
+ */
 static void fdinfo_handle(struct thread_ctx *t, struct ledger *l, struct fdinfo *fi)
 {
 	unsigned int sure = count_pending(l, P_SURE, 0, UD_PINNED_END), nd = 0, k = 0;
@@ -1202,12 +1206,14 @@ static void fdinfo_handle(struct thread_ctx *t, struct ledger *l, struct fdinfo 
 		finding("ledger: %s is malformed: %s", what, fi->bad);
 		return;
 	}
-	if (!fi->handle || fi->region || fi->eventfd != 1 || fi->completions < l->expect_len ||
-	    fi->completions > l->expect_len + nd || fi->nwaits < sure || fi->nwaits > sure + nd ||
+	if (!fi->handle || fi->region || fi->eventfd != 1 ||
+	    fi->outstanding < sure + l->expect_len + nd ||
+	    fi->nwaits < (sure < FDINFO_WAITS ? sure : FDINFO_WAITS) ||
+	    fi->nwaits > (sure + nd < FDINFO_WAITS ? sure + nd : FDINFO_WAITS) ||
 	    fi->non_close != l->narmed || fstat(l->region, &st)) {
-		finding("ledger: %s says eventfd %lld completions %lld (%u records due, %u may come), %u waits pending (%u pinned, %u may be), %u actions armed (%u)",
-			what, (long long)fi->eventfd, (long long)fi->completions, l->expect_len, nd,
-			fi->nwaits, sure, nd, fi->non_close, l->narmed);
+		finding("ledger: %s says eventfd %lld outstanding %lld (%u pinned pending, %u records due, %u others), %u waits pending listed, %u actions armed (%u)",
+			what, (long long)fi->eventfd, (long long)fi->outstanding, sure, l->expect_len,
+			nd, fi->nwaits, fi->non_close, l->narmed);
 		return;
 	}
 	/* The pinned waits, oldest first, each on its word. */
@@ -1237,7 +1243,8 @@ static void fdinfo_handle(struct thread_ctx *t, struct ledger *l, struct fdinfo 
 			what, (unsigned long long)ud, (unsigned long long)x->offset, x->size, k, sure);
 		return;
 	}
-	if (k != sure) {
+	/* All of them, unless the list was cut (then the oldest ones). */
+	if (k != sure && fi->nwaits < FDINFO_WAITS) {
 		finding("ledger: %s lists %u of our %u pinned waits", what, k, sure);
 		return;
 	}

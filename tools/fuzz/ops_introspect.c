@@ -899,7 +899,7 @@ static bool fdinfo_parse(char *text, size_t len, struct fdinfo *fi)
 {
 	*fi = (struct fdinfo){ .ino = -1, .named = -1, .size = -1, .mode = -1, .rdonly = -1,
 			       .objects = -1, .armed = -1, .waiters = -1, .eventfd = -1,
-			       .completions = -1 };
+			       .outstanding = -1 };
 	if (len && text[len - 1] != '\n')
 		return malformed(fi, "text of %zu bytes that does not end a line", len);
 	/*
@@ -952,8 +952,8 @@ static bool fdinfo_parse(char *text, size_t len, struct fdinfo *fi)
 		} else if (!strcmp(line, "eventfd")) {
 			fi->handle = true;
 			field = &fi->eventfd;
-		} else if (!strcmp(line, "completions")) {
-			field = &fi->completions;
+		} else if (!strcmp(line, "outstanding")) {
+			field = &fi->outstanding;
 		} else if (!strcmp(line, "wait") || !strcmp(line, "on-close")) {
 			bool wait = line[0] == 'w';
 			struct fdinfo_entry e;
@@ -1094,9 +1094,12 @@ static void fdinfo_handle_check(const struct fdinfo *fi, const char *what)
 {
 	unsigned int listed = fi->nwaits < FDINFO_MAX ? fi->nwaits : FDINFO_MAX;
 
-	if (!fi->handle || fi->region || fi->eventfd > 1 || fi->completions < 0) {
-		insane("fdinfo", what, "region %d handle %d eventfd %lld completions %lld",
-		       fi->region, fi->handle, (long long)fi->eventfd, (long long)fi->completions);
+	/* The first pending waits, counted with the unread records under one lock. */
+	if (!fi->handle || fi->region || fi->eventfd > 1 || fi->outstanding < 0 ||
+	    fi->nwaits > FDINFO_WAITS || fi->nwaits > fi->outstanding) {
+		insane("fdinfo", what, "region %d handle %d eventfd %lld outstanding %lld with %u pending listed",
+		       fi->region, fi->handle, (long long)fi->eventfd, (long long)fi->outstanding,
+		       fi->nwaits);
 		return;
 	}
 	for (unsigned int i = 0; i < listed; i++)
