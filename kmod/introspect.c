@@ -224,6 +224,21 @@ long syncmem_ioctl_who(struct syncmem_region *r, void __user *uarg)
 /* Waiters one fdinfo read lists at most (the count says how many there are). */
 #define SYNCMEM_FDINFO_WAITERS	32
 
+/* A region name as fdinfo prints it: \xHH for bytes outside ASCII's printable ones and '\'. */
+static void syncmem_seq_name(struct seq_file *m, const char *name, u32 len)
+{
+	u32 i;
+
+	for (i = 0; i < len; i++) {
+		u8 c = name[i];
+
+		if (c > ' ' && c < 0x7f && c != '\\')
+			seq_putc(m, c);
+		else
+			seq_printf(m, "\\x%02x", c);
+	}
+}
+
 /*
  * /proc/<pid>/fdinfo of a region fd: what the region is and who waits on
  * it, as the reader's PID namespace sees them. The same as the ioctls
@@ -238,8 +253,11 @@ void syncmem_region_show_fdinfo(struct seq_file *m, struct file *file)
 
 	seq_printf(m, "syncmem-region:\t%lu\n", r->inode->i_ino);
 	/* The name never changes; named says whether it is still linked. */
-	if (r->name_len)
-		seq_printf(m, "syncmem-name:\t%*pE\n", (int)r->name_len, r->name);
+	if (r->name_len) {
+		seq_puts(m, "syncmem-name:\t");
+		syncmem_seq_name(m, r->name, r->name_len);
+		seq_putc(m, '\n');
+	}
 	seq_printf(m, "syncmem-named:\t%d\n", syncmem_region_is_named(r));
 	seq_printf(m, "syncmem-size:\t%llu\n", r->size);
 	seq_printf(m, "syncmem-mode:\t0%o\n", r->mode);

@@ -644,6 +644,21 @@ TEST_F(introspect, a_read_only_fd_may_inspect_but_not_name)
 	raw_unlink(self->dev, name);
 }
 
+TEST_F(introspect, fdinfo_escapes_a_region_name_so_it_reads_back)
+{
+	const char name[] = "fdinfo a\\b\x01\xff\n";
+	char line[512];
+	int fd;
+
+	fd = raw_region_open(self->dev, name, SYNCMEM_REGION_CREATE | SYNCMEM_REGION_EXCL, PG,
+			     0600, NULL);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fdinfo_line(fd, "syncmem-name:", 0, line, sizeof(line)));
+	EXPECT_STREQ("syncmem-name:\tfdinfo\\x20a\\x5cb\\x01\\xff\\x0a\n", line);
+	close(fd);
+	raw_unlink(self->dev, name);
+}
+
 TEST_F(introspect, another_user_cannot_see_a_0600_regions_waiters)
 {
 	char name[64];

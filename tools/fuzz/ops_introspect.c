@@ -903,13 +903,12 @@ static bool fdinfo_parse(char *text, size_t len, struct fdinfo *fi)
 	if (len && text[len - 1] != '\n')
 		return malformed(fi, "text of %zu bytes that does not end a line", len);
 	/*
-	 * Lines stay lines: no control bytes but tabs and newlines. (A region's
-	 * name is printed with %pE: bytes above 0x9f are printable Latin-1 to
-	 * the kernel and come as they are.)
+	 * Lines stay lines, in ASCII: no control bytes but tabs and newlines,
+	 * nothing above 0x7e (a region's name comes with \xHH escapes).
 	 */
 	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)text[i] < 0x20 || text[i] == 0x7f) && text[i] != '\t' &&
-		    text[i] != '\n')
+		if (((unsigned char)text[i] < 0x20 || (unsigned char)text[i] >= 0x7f) &&
+		    text[i] != '\t' && text[i] != '\n')
 			return malformed(fi, "byte %#x at %zu of %zu", (unsigned char)text[i], i, len);
 	for (char *line = text, *next; line < text + len; line = next) {
 		char *nl = strchr(line, '\n'), *value, *end;
