@@ -36,16 +36,18 @@ void print_name(FILE *f, const char *name, size_t len)
 	}
 }
 
-const char *name_text(char *buf, size_t cap, const char *name, size_t len)
+/* @name escaped into @buf; spaces kept as they are with @space. */
+static const char *escape_text(char *buf, size_t cap, const char *name, size_t len, bool space)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
+		bool plain = plain_byte(c) || (space && c == ' ');
 
-		if (plain_byte(c) && n + 1 < cap)
+		if (plain && n + 1 < cap)
 			buf[n++] = (char)c;
-		else if (!plain_byte(c) && n + 4 < cap)
+		else if (!plain && n + 4 < cap)
 			n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", c);
 		else
 			break;
@@ -53,6 +55,11 @@ const char *name_text(char *buf, size_t cap, const char *name, size_t len)
 	if (cap)
 		buf[n] = '\0';
 	return buf;
+}
+
+const char *name_text(char *buf, size_t cap, const char *name, size_t len)
+{
+	return escape_text(buf, cap, name, len, false);
 }
 
 const char *duration_text(char *buf, size_t cap, int64_t ns)
@@ -154,8 +161,11 @@ const char *object_text(char *buf, size_t cap, const struct syncmem_object_info 
 
 	if (!obj)
 		return "-";
-	/* The kernel keeps names printable; escaped all the same. */
-	name_text(name, sizeof(name), obj->name, strnlen(obj->name, sizeof(obj->name)));
+	/*
+	 * The kernel keeps names printable; escaped all the same, but for
+	 * spaces, which the quotes keep apart.
+	 */
+	escape_text(name, sizeof(name), obj->name, strnlen(obj->name, sizeof(obj->name)), true);
 	if (offset == obj->offset)
 		snprintf(buf, cap, "%s '%s'", kind_name(obj->kind, k, sizeof(k)), name);
 	else
