@@ -519,6 +519,31 @@ TEST_F_TIMEOUT(ctl, no_deadlock_exits_0, 120)
 	EXPECT_EQ(0, release(&go));
 }
 
+TEST_F(ctl, a_rwlocks_readers_are_listed)
+{
+	struct syncmem_rwlock *rw = (struct syncmem_rwlock *)((char *)syncmem_base(self->r1) + 0x400);
+	const struct jv *l, *readers;
+	char args[256];
+	struct jv v;
+
+	syncmem_rwlock_init(rw);
+	ASSERT_EQ(0, syncmem_name_object(self->r1, rw, sizeof(*rw), SYNCMEM_OBJ_RWLOCK, "cfg"));
+	ASSERT_EQ(0, syncmem_rwlock_rdlock(self->r1, rw));
+	snprintf(args, sizeof(args), "locks %s --json", self->n1);
+	ASSERT_EQ(0, run_ctl_json(args, &v));
+	ASSERT_EQ(2, jget(&v, "locks")->n);		/* 'a', then 'cfg' */
+	l = jat(jget(&v, "locks"), 1);
+	EXPECT_STREQ("cfg", jstr(l, "name"));
+	EXPECT_STREQ("free", jstr(l, "state"));	/* its turnstile: no writer */
+	readers = jget(l, "readers");
+	ASSERT_EQ(1, readers->n);
+	EXPECT_STREQ("held", jstr(jat(readers, 0), "state"));
+	EXPECT_EQ(getpid(), jnum(jget(jat(readers, 0), "holder"), "pid"));
+	EXPECT_EQ(1, jnum(jat(readers, 0), "shares"));
+	jv_free(&v);
+	ASSERT_EQ(0, syncmem_rwlock_unlock(self->r1, rw));
+}
+
 TEST_F(ctl, errors_exit_2_with_the_reason)
 {
 	static char text[4096];

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "json.h"
@@ -60,6 +61,27 @@ static long long sem_value(const struct snapshot *s, uint64_t offset)
 	if (!word)
 		return -1;
 	return (uint32_t)__atomic_load_n(word, __ATOMIC_RELAXED);
+}
+
+/*
+ * Reader @i of the rwlock at @obj: its slot's holder and share count. False
+ * when the slot is free, outside the named object, or cannot be read.
+ */
+static bool rwlock_reader(const struct snapshot *s, const struct syncmem_object_info *obj,
+			  int i, struct syncmem_holder_info *h, uint32_t *shares)
+{
+	uint64_t off = offsetof(struct syncmem_rwlock, slot) +
+		       (uint64_t)i * sizeof(struct syncmem_rwlock_slot);
+	const uint64_t *word;
+
+	if (off + sizeof(struct syncmem_rwlock_slot) > obj->size)
+		return false;
+	word = snap_word(s, obj->offset + off);
+	if (!word || syncmem_holder(s->r, word, h) || h->state == SYNCMEM_HOLDER_FREE)
+		return false;
+	/* The count next to the owner word: untrusted, only printed. */
+	*shares = __atomic_load_n((const uint32_t *)(word + 1), __ATOMIC_RELAXED);
+	return true;
 }
 
 /* ---- text ---- */
@@ -119,6 +141,26 @@ static void print_state(const struct snapshot *s, int kind, uint64_t offset)
 		       holder_text(buf, sizeof(buf), &h, kind));
 }
 
+/* ", readers pid 12 (2 shares), ..." of a rwlock. */
+static void print_readers(const struct snapshot *s, const struct syncmem_object_info *obj)
+{
+	struct syncmem_holder_info h;
+	const char *sep = ", readers ";
+	uint32_t shares;
+
+	for (int i = 0; i < SYNCMEM_RWLOCK_SLOTS; i++) {
+		if (!rwlock_reader(s, obj, i, &h, &shares))
+			continue;
+		if (h.state == SYNCMEM_HOLDER_ALIVE)
+			printf("%spid %d (%u share%s)", sep, (int)h.pid, shares,
+			       shares == 1 ? "" : "s");
+		else
+			printf("%s%s (%u share%s)", sep, holder_state_name(h.state), shares,
+			       shares == 1 ? "" : "s");
+		sep = ", ";
+	}
+}
+
 /* Distinct words with lock waiters that no lock, gate, rwlock or sem names. */
 static bool unnamed_lock_word(const struct snapshot *s, int i)
 {
@@ -148,6 +190,8 @@ static void print_locks_text(const struct snapshot *s)
 		printf("%s at 0x%" PRIx64 ": ", object_text(obj, sizeof(obj), o, o->offset),
 		       o->offset);
 		print_state(s, o->kind, o->offset);
+		if (o->kind == SYNCMEM_OBJ_RWLOCK)
+			print_readers(s, o);
 		print_waiters(s, o->offset, o->size);
 	}
 	for (int i = 0; i < s->nw; i++) {
@@ -219,6 +263,25 @@ static void json_state(struct json *j, const struct snapshot *s, int kind, uint6
 	json_null(j, "holder");
 }
 
+/* "readers": the processes counted in a rwlock's slots. */
+static void json_readers(struct json *j, const struct snapshot *s,
+			 const struct syncmem_object_info *obj)
+{
+	struct syncmem_holder_info h;
+	uint32_t shares;
+
+	json_array(j, "readers");
+	for (int i = 0; i < SYNCMEM_RWLOCK_SLOTS; i++) {
+		if (!rwlock_reader(s, obj, i, &h, &shares))
+			continue;
+		json_object(j, NULL);
+		json_holder(j, &h);
+		json_uint(j, "shares", shares);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 static void print_locks_json(const struct snapshot *s)
 {
 	struct json j;
@@ -237,6 +300,8 @@ static void print_locks_json(const struct snapshot *s)
 		json_object(&j, NULL);
 		json_object_members(&j, o);
 		json_state(&j, s, o->kind, o->offset);
+		if (o->kind == SYNCMEM_OBJ_RWLOCK)
+			json_readers(&j, s, o);
 		json_queue(&j, s, o->offset, o->size);
 		json_object_end(&j);
 	}
