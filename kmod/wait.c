@@ -36,12 +36,12 @@
 #include <linux/hrtimer.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
+#include <linux/pid_namespace.h>
 #include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/stat.h>
 #include <linux/sched/task.h>
-#include <linux/pid_namespace.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
