@@ -9,7 +9,8 @@
  * of one wait; NOTIFY against a deadline; ARM_ON_CLOSE against close; REGION_OPEN against
  * REGION_UNLINK; POST against WAIT_ASYNC of one user_data; read against
  * CANCEL_ALL; WAITERS and fdinfo against the queueing, cancelling and
- * closing of what they list; OBJECT_NAME against OBJECTS and close), both
+ * closing of what they list; OBJECT_NAME against OBJECTS and close; ARMED
+ * against ARM_ON_CLOSE, DISARM and the close of the handle), both
  * spin on a start flag, and both results are judged.
  */
 #define _GNU_SOURCE
@@ -169,6 +170,15 @@ static void arm(struct thread_ctx *t, const struct side *s)
 					      side_stable(s)), "collide: ARM_ON_CLOSE");
 }
 
+static void disarm(struct thread_ctx *t, const struct side *s)
+{
+	struct syncmem_disarm arg = { .user_data = s->user_data };
+	long ret = xioctl(s->h.fd, SYNCMEM_IOC_DISARM, &arg);
+
+	(void)t;
+	tally(OP_DISARM, ret, if_stable(DOCUMENTED, side_stable(s)), "collide: DISARM");
+}
+
 static void read_nonblocking(struct thread_ctx *t, const struct side *s)
 {
 	struct syncmem_completion recs[4];
@@ -207,6 +217,11 @@ static void name_object(struct thread_ctx *t, const struct side *s)
 static void objects(struct thread_ctx *t, const struct side *s)
 {
 	introspect_objects(t, &s->r, s->rslot);
+}
+
+static void armed(struct thread_ctx *t, const struct side *s)
+{
+	introspect_armed(t, &s->r, s->rslot);
 }
 
 /* Close whatever fd the handle slot holds (the table's close: by number). */
@@ -371,6 +386,9 @@ static const struct {
 	{ fdinfo_region, close_region },
 	{ name_object, objects },
 	{ name_object, close_region },
+	{ armed, arm },
+	{ armed, disarm },
+	{ armed, close_handle },
 };
 
 /* ---- the partner -------------------------------------------------------- */

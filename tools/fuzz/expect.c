@@ -54,6 +54,7 @@ static const struct expect expects[OP_NR] = {
 	[OP_OBJECT_NAME]    = { "OBJECT_NAME", 0,
 				{ EBADF, ENOSPC, ENOENT, EINVAL, EFAULT, ENOMEM } },
 	[OP_OBJECTS]	    = { "OBJECTS", 0, { EFAULT, EINVAL, ENOMEM } },
+	[OP_ARMED]	    = { "ARMED", 0, { EFAULT, EINVAL, ENOMEM } },
 	[OP_UNKNOWN_IOCTL]  = { "unknown ioctl", -1, { ENOTTY } },
 	[OP_READ]	    = { "read", ANY_RESULT, { EAGAIN, EINVAL, EFAULT } },
 	/* poll() is never restarted after a handler (signal(7)): SIGUSR1 ends it. */
@@ -88,7 +89,7 @@ bool expect_documented(enum op op, long ret)
 	if (op == OP_REGION_LIST && ret == -ENOTTY && !shared->abi2_checks)
 		return true;
 	/* So are the introspection calls, without SYNCMEM_FEAT_INTROSPECT. */
-	if (op >= OP_WAITERS && op <= OP_OBJECTS && ret == -ENOTTY && !shared->introspect)
+	if (op >= OP_WAITERS && op <= OP_ARMED && ret == -ENOTTY && !shared->introspect)
 		return true;
 	return errno_listed(op, (int)-ret);
 }

@@ -70,6 +70,7 @@ enum op {
 	OP_WHO,
 	OP_OBJECT_NAME,
 	OP_OBJECTS,
+	OP_ARMED,
 	/* An ioctl number the fd does not know (or of the other fd kind). */
 	OP_UNKNOWN_IOCTL,
 	/* Other calls on syncmem files. */
@@ -352,6 +353,7 @@ void introspect_waiters(struct thread_ctx *t, const struct obj *o, int slot, uin
 void introspect_who(struct thread_ctx *t, const struct obj *o, int slot, uint64_t offset);
 void introspect_name(struct thread_ctx *t, const struct obj *o, int slot, uint64_t offset);
 void introspect_objects(struct thread_ctx *t, const struct obj *o, int slot);
+void introspect_armed(struct thread_ctx *t, const struct obj *o, int slot);
 void introspect_fdinfo(struct thread_ctx *t, const struct obj *o, int slot);
 
 /*
@@ -364,6 +366,8 @@ bool waiters_sane(const struct syncmem_waiter_list *in, const struct syncmem_wai
 bool who_sane(const struct syncmem_who *in, const struct syncmem_who *out, const char *what);
 bool objects_sane(const struct syncmem_object_list *in, const struct syncmem_object_list *out,
 		  const struct syncmem_object_entry *e, uint64_t size, const char *what);
+bool armed_sane(const struct syncmem_armed_list *in, const struct syncmem_armed_list *out,
+		const struct syncmem_armed_entry *e, uint64_t size, const char *what);
 
 /*
  * OBJECT_NAME of the object at @offset (inside a region of @size bytes): a

@@ -206,6 +206,8 @@ static void arm_on_close(struct thread_ctx *t, const struct obj *h, int slot)
 	if (rng_chance(&t->rng, 1, 2)) {
 		arg.flags = SYNCMEM_ON_CLOSE_IF_EQUAL;
 		arg.expected = pick_expected(&t->rng, r.rid, arg.offset, width);
+	} else if (rng_chance(&t->rng, 1, 3)) {
+		arg.flags = SYNCMEM_ON_CLOSE_ADD;	/* a count, taken back at close */
 	}
 	ret = xioctl(h->fd, SYNCMEM_IOC_ARM_ON_CLOSE, &arg);
 	snprintf(what, sizeof(what), "handle %d region fd %d (%s) offset %llu size %u ud %llu",

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Introspection: WAITERS (of the whole region, of one word, from a cursor
- * anywhere, and a long list read in pages), WHO, OBJECT_NAME and OBJECTS
- * on the table's regions, read-only ones included, while the other threads
- * and processes queue, wake, cancel, hand off and kill the waiters listed;
+ * anywhere, and a long list read in pages), WHO, OBJECT_NAME, OBJECTS and
+ * ARMED on the table's regions, read-only ones included, while the other
+ * threads and processes queue, wake, cancel, hand off and kill the waiters
+ * listed and arm, disarm and run the actions listed;
  * the same calls with one defect each and the errno documented for it; and
  * /proc/self/fdinfo of the table's fds, read whole in pieces of any size.
  *
@@ -197,6 +198,40 @@ bool objects_sane(const struct syncmem_object_list *in, const struct syncmem_obj
 			if (o->name[k])
 				return insane("OBJECTS", what, "entry %u: name of %u bytes, byte %zu is %#x",
 					      i, o->name_len, k, (unsigned char)o->name[k]);
+	}
+	return true;
+}
+
+#define ARMED_FLAGS_KNOWN	(SYNCMEM_ARMED_IF_EQUAL | SYNCMEM_ARMED_ADD)
+
+bool armed_sane(const struct syncmem_armed_list *in, const struct syncmem_armed_list *out,
+		const struct syncmem_armed_entry *e, uint64_t size, const char *what)
+{
+	if (out->entries != in->entries || out->flags != in->flags)
+		return insane("ARMED", what, "with its input fields changed (flags %#x)", out->flags);
+	if (out->count != (out->total < in->count ? out->total : in->count))
+		return insane("ARMED", what, "%u entries of %u asked with a total of %llu",
+			      out->count, in->count, (unsigned long long)out->total);
+	for (uint32_t i = 0; i < out->count; i++) {
+		const struct syncmem_armed_entry *a = &e[i];
+		uint64_t max = a->size == 4 ? UINT32_MAX : UINT64_MAX;
+
+		if ((a->size != 4 && a->size != 8) || !word_fits(a->offset, a->size, size))
+			return insane("ARMED", what, "entry %u: a %u-byte word at %#llx (region of %llu bytes)",
+				      i, a->size, (unsigned long long)a->offset,
+				      (unsigned long long)size);
+		if ((a->flags & ~ARMED_FLAGS_KNOWN) || a->flags == ARMED_FLAGS_KNOWN || a->pad)
+			return insane("ARMED", what, "entry %u: flags %#x pad %u", i, a->flags, a->pad);
+		if (!(a->flags & SYNCMEM_ARMED_IF_EQUAL) && a->expected)
+			return insane("ARMED", what, "entry %u: expected %#llx with flags %#x", i,
+				      (unsigned long long)a->expected, a->flags);
+		/* Arming refuses a 4-byte word's value or expected above 32 bits. */
+		if (a->value > max || a->expected > max)
+			return insane("ARMED", what, "entry %u: a %u-byte word's value %#llx expected %#llx",
+				      i, a->size, (unsigned long long)a->value,
+				      (unsigned long long)a->expected);
+		if (a->pid < 0)
+			return insane("ARMED", what, "entry %u: pid %d", i, a->pid);
 	}
 	return true;
 }
@@ -593,6 +628,41 @@ void introspect_objects(struct thread_ctx *t, const struct obj *o, int slot)
 	free(e);
 }
 
+void introspect_armed(struct thread_ctx *t, const struct obj *o, int slot)
+{
+	uint32_t count = rng_chance(&t->rng, 1, 8) ? SYNCMEM_LIST_MAX : pick_count(&t->rng);
+	struct syncmem_armed_entry *e = malloc((count ? count : 1) * sizeof(*e));
+	bool bad_entries = rng_chance(&t->rng, 1, 16), stable;
+	struct syncmem_armed_list in = { .count = count }, arg;
+	char what[200];
+	long ret;
+
+	if (!e || !shared->introspect) {
+		free(e);
+		return;
+	}
+	/* Garbage where the kernel writes: it must write every field, pad too. */
+	memset(e, 0xa5, (count ? count : 1) * sizeof(*e));
+	in.entries = bad_entries ? (uintptr_t)bad_pointer(&t->rng, true) : (uintptr_t)e;
+	in.total = rng_next(&t->rng);
+	arg = in;
+	ret = xioctl(o->fd, SYNCMEM_IOC_ARMED, &arg);
+	stable = obj_unchanged(slot, o);
+	describe(what, sizeof(what), "ARMED", o);
+	snprintf(what + strlen(what), sizeof(what) - strlen(what), " count %u entries %s", count,
+		 bad_entries ? "bad" : "ok");
+	if (bad_entries && count)
+		ONE_OF(OP_ARMED, ret, stable, what, -EFAULT, 0, -ENOMEM);
+	else
+		ONE_OF(OP_ARMED, ret, stable, what, 0, -ENOMEM);
+	if (ret == 0 && stable && bad_entries && arg.count)
+		finding("ARMED wrote %u entries through a bad pointer and returned 0: %s", arg.count,
+			what);
+	else if (ret == 0 && stable && !bad_entries)
+		armed_sane(&in, &arg, e, o->size, what);
+	free(e);
+}
+
 /* Names at many offsets of one region, past SYNCMEM_OBJECTS_MAX if it has room. */
 static void name_many(struct thread_ctx *t, const struct obj *o, int slot)
 {
@@ -633,7 +703,7 @@ void op_introspect(struct thread_ctx *t, const struct obj *o, int slot)
 {
 	if (!shared->introspect)
 		return;
-	switch (rng_below(&t->rng, 16)) {
+	switch (rng_below(&t->rng, 18)) {
 	case 0: case 1: case 2: case 3:
 		introspect_waiters(t, o, slot, UINT64_MAX);
 		break;
@@ -652,8 +722,11 @@ void op_introspect(struct thread_ctx *t, const struct obj *o, int slot)
 		else
 			introspect_name(t, o, slot, UINT64_MAX);
 		break;
-	default:
+	case 13: case 14: case 15:
 		introspect_objects(t, o, slot);
+		break;
+	default:
+		introspect_armed(t, o, slot);
 		break;
 	}
 }
@@ -808,6 +881,29 @@ static void objects_defect(struct thread_ctx *t, const struct obj *o, int slot)
 	tally(OP_OBJECTS, ret, if_stable(EXACTLY(-EINVAL), obj_unchanged(slot, o)), what);
 }
 
+static void armed_defect(struct thread_ctx *t, const struct obj *o, int slot)
+{
+	struct syncmem_armed_entry e[2];
+	struct syncmem_armed_list arg = { .entries = (uintptr_t)e, .count = 2 };
+	const char *why;
+	char what[160];
+	long ret;
+
+	if (rng_chance(&t->rng, 1, 2)) {
+		arg.flags = bad_bits(t, 0);
+		why = "flags not zero";
+	} else {
+		arg.count = SYNCMEM_LIST_MAX + 1 + (rng_chance(&t->rng, 1, 2) ? 0 :
+			    (uint32_t)rng_below(&t->rng, UINT32_MAX - SYNCMEM_LIST_MAX - 1));
+		why = "count above SYNCMEM_LIST_MAX";
+	}
+	ret = xioctl(o->fd, SYNCMEM_IOC_ARMED, &arg);
+	describe(what, sizeof(what), "ARMED", o);
+	snprintf(what + strlen(what), sizeof(what) - strlen(what), ", %s: count %u flags %#x",
+		 why, arg.count, arg.flags);
+	tally(OP_ARMED, ret, if_stable(EXACTLY(-EINVAL), obj_unchanged(slot, o)), what);
+}
+
 void op_introspect_invalid(struct thread_ctx *t)
 {
 	struct obj o;
@@ -815,7 +911,7 @@ void op_introspect_invalid(struct thread_ctx *t)
 
 	if (!shared->introspect || !obj_pick(&t->rng, K_REGION, &o, &slot))
 		return;
-	switch (rng_below(&t->rng, 8)) {
+	switch (rng_below(&t->rng, 9)) {
 	case 0: case 1: case 2:
 		waiters_defect(t, &o, slot);
 		break;
@@ -825,8 +921,11 @@ void op_introspect_invalid(struct thread_ctx *t)
 	case 5: case 6:
 		name_defect(t, &o, slot);
 		break;
-	default:
+	case 7:
 		objects_defect(t, &o, slot);
+		break;
+	default:
+		armed_defect(t, &o, slot);
 		break;
 	}
 }

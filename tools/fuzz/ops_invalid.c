@@ -45,6 +45,7 @@ static const struct {
 	{ SYNCMEM_IOC_WHO,		K_REGION, OP_WHO, true },
 	{ SYNCMEM_IOC_OBJECT_NAME,	K_REGION, OP_OBJECT_NAME, false },
 	{ SYNCMEM_IOC_OBJECTS,		K_REGION, OP_OBJECTS, true },
+	{ SYNCMEM_IOC_ARMED,		K_REGION, OP_ARMED, true },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -128,7 +129,7 @@ static void bad_struct_pointer(struct thread_ctx *t)
 	/* A struct read from the read-only page is zeros: offset 0 may be no 8-byte word. */
 	if (cmds[i].op == OP_WHO && o.size < 8)
 		v = FAILS;
-	if (cmds[i].op >= OP_WAITERS && cmds[i].op <= OP_OBJECTS && !shared->introspect)
+	if (cmds[i].op >= OP_WAITERS && cmds[i].op <= OP_ARMED && !shared->introspect)
 		v = DOCUMENTED;	/* -ENOTTY */
 	p = bad_pointer(&t->rng, cmds[i].output);
 	ret = xioctl(o.fd, cmds[i].cmd, p);
