@@ -15,15 +15,18 @@
  *  - waits (40..63) on the table's shared regions complete however others
  *    make them, but exactly once each;
  *  - every record is one of these or of a POST, read exactly once; the
- *    eventfd counts exactly the records; on-close actions (words 16..23)
- *    store exactly what was armed when the handle goes away;
+ *    eventfd counts exactly the records; on-close actions (words 16..23,
+ *    stores, IF_EQUAL ones and counts) do exactly what was armed when the
+ *    handle goes away;
  *  - WAITERS lists exactly the pinned waits, by word and in queueing order
  *    (and no more of the timed ones than may still be queued); WHO names
  *    exactly what this thread stored in words 24..31 (its own ids, the
  *    special ones, ids never issued); OBJECT_NAME keeps the names this
  *    thread gave (-ENOSPC past SYNCMEM_OBJECTS_MAX, -ENOENT removing one
- *    that is not there) and OBJECTS returns exactly them; the fdinfo of
- *    the handle and of the region says the same.
+ *    that is not there) and OBJECTS returns exactly them; ARMED lists
+ *    exactly the armed actions, in arming order, with this process's pid,
+ *    and none once they ran; the fdinfo of the handle and of the region
+ *    says the same.
  *
  * A check (ledger_check) cancels what is left, reads until every expected
  * record arrived (bounded) and verifies nothing else comes.
@@ -72,7 +75,7 @@ struct armed {
 	uint64_t user_data;
 	uint32_t word, width;
 	uint64_t value, expected;
-	bool if_equal;
+	bool if_equal, add;
 };
 
 /* The name of an object of the region (len 0: none). */
@@ -662,10 +665,16 @@ static void arm(struct thread_ctx *t, struct ledger *l)
 		.value = a.value, .user_data = ud,
 		.flags = a.if_equal ? SYNCMEM_ON_CLOSE_IF_EQUAL : 0,
 	};
+
+	/* Or a count: added now, taken back at close (a plain DISARM leaves it). */
+	if (!a.if_equal && rng_chance(&t->rng, 1, 3)) {
+		a.add = true;
+		arg.flags = SYNCMEM_ON_CLOSE_ADD;
+	}
 	char what[60];
 	long ret;
 
-	/* IF_EQUAL against a value the word may hold at release, or not. */
+	/* IF_EQUAL against a value the word may hold at release, or not (ignored without). */
 	a.expected = arg.expected = rng_below(&t->rng, 4);
 	ret = xioctl(l->handle, SYNCMEM_IOC_ARM_ON_CLOSE, &arg);
 	snprintf(what, sizeof(what), "ARM_ON_CLOSE ud %llu, %u armed", (unsigned long long)ud,
@@ -1100,6 +1109,78 @@ out:
 	free(e);
 }
 
+/* Action @i of ours as ARMED lists it; false after a finding. */
+static bool armed_entry_is(struct ledger *l, const struct syncmem_armed_entry *e, unsigned int i,
+			   const char *what)
+{
+	const struct armed *a = &l->armed[i];
+	uint32_t flags = (a->if_equal ? SYNCMEM_ARMED_IF_EQUAL : 0) |
+			 (a->add ? SYNCMEM_ARMED_ADD : 0);
+
+	if (e->offset == WORD_OFF(a->word) && e->size == a->width && e->value == a->value &&
+	    e->expected == (a->if_equal ? a->expected : 0) && e->flags == flags &&
+	    e->pid == getpid() && !e->pad)
+		return true;
+	finding("ledger: ARMED lists action %u at %#llx size %u value %#llx expected %#llx flags %#x pid %d pad %u, we (pid %d) armed ud %llu at %#llx size %u value %#llx expected %#llx flags %#x: %s",
+		i, (unsigned long long)e->offset, e->size, (unsigned long long)e->value,
+		(unsigned long long)e->expected, e->flags, e->pid, e->pad, (int)getpid(),
+		(unsigned long long)a->user_data, (unsigned long long)WORD_OFF(a->word), a->width,
+		(unsigned long long)a->value, (unsigned long long)(a->if_equal ? a->expected : 0),
+		flags, what);
+	return false;
+}
+
+/* ARMED of the private region: exactly our actions, in arming order, with our pid. */
+static void armed(struct thread_ctx *t, struct ledger *l)
+{
+	uint32_t count = pick_list_count(t);
+	struct syncmem_armed_entry *e = malloc((count ? count : 1) * sizeof(*e));
+	struct syncmem_armed_list in = { .entries = (uintptr_t)e, .count = count }, arg;
+	bool bad = false;
+	const char *why = "";
+	char what[160];
+	long want = 0, ret;
+
+	if (!e)
+		return;
+	memset(e, 0x5a, (count ? count : 1) * sizeof(*e));
+	switch (rng_below(&t->rng, 12)) {
+	case 0:
+		in.flags = bad_bits(t, 0);
+		want = -EINVAL;
+		why = ", flags";
+		break;
+	case 1:
+		in.count = SYNCMEM_LIST_MAX + 1;
+		want = -EINVAL;
+		why = ", count above SYNCMEM_LIST_MAX";
+		break;
+	case 2:
+		in.entries = (uintptr_t)bad_pointer(&t->rng, true);
+		want = count && l->narmed ? -EFAULT : 0;
+		bad = true;
+		why = ", entries pointer faults";
+		break;
+	}
+	arg = in;
+	ret = xioctl(l->region, SYNCMEM_IOC_ARMED, &arg);
+	snprintf(what, sizeof(what), "ledger ARMED count %u with %u armed%s", in.count, l->narmed,
+		 why);
+	if (!ALLOWED(l, OP_ARMED, ret, what, want) || ret || bad ||
+	    !armed_sane(&in, &arg, e, REGION_BYTES, what))
+		goto out;
+	if (arg.total != l->narmed) {
+		finding("ledger: ARMED counted %llu actions, we armed %u: %s",
+			(unsigned long long)arg.total, l->narmed, what);
+		goto out;
+	}
+	for (uint32_t i = 0; i < arg.count; i++)
+		if (!armed_entry_is(l, &e[i], i, what))
+			break;
+out:
+	free(e);
+}
+
 /* The word a pending pinned wait waits on; -1 if none. */
 static int pinned_word(struct ledger *l, uint64_t ud)
 {
@@ -1283,7 +1364,7 @@ static void introspect(struct thread_ctx *t, struct ledger *l)
 {
 	if (!shared->introspect)
 		return;
-	switch (rng_below(&t->rng, 32)) {
+	switch (rng_below(&t->rng, 35)) {
 	case 0: case 1: case 2: case 3: case 4: case 5:
 		waiters_word(t, l);
 		break;
@@ -1301,6 +1382,9 @@ static void introspect(struct thread_ctx *t, struct ledger *l)
 		break;
 	case 21: case 22: case 23: case 24:
 		objects(t, l);
+		break;
+	case 25: case 26: case 27:
+		armed(t, l);
 		break;
 	default:
 		if (shared->fdinfo)
@@ -1498,10 +1582,39 @@ fail:
 	return NULL;
 }
 
+/*
+ * After the handle was closed: how many of our actions ARMED still lists
+ * (they run oldest first, so the newest ones; a child forked meanwhile
+ * may hold the handle a little longer); -1 after a finding.
+ */
+static int armed_left(struct ledger *l)
+{
+	struct syncmem_armed_entry e[ARM_MAX];
+	struct syncmem_armed_list arg = { .entries = (uintptr_t)e, .count = ARM_MAX };
+	const char *what = "ledger ARMED after the handle closed";
+	long ret = xioctl(l->region, SYNCMEM_IOC_ARMED, &arg);
+	uint32_t n = (uint32_t)arg.total;
+
+	if (!tally(OP_ARMED, ret, limit_hit(ret) ? DOCUMENTED : EXACTLY(0), what))
+		return -1;
+	if (ret)
+		return l->narmed;	/* try again */
+	if (arg.total > l->narmed || arg.count != n) {
+		finding("ledger: ARMED lists %u of %llu actions, %u were armed when the handle closed",
+			arg.count, (unsigned long long)arg.total, l->narmed);
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (!armed_entry_is(l, &e[i], l->narmed - n + i, what))
+			return -1;
+	return (int)n;
+}
+
 void ledger_close(struct thread_ctx *t, struct ledger *l)
 {
 	uint64_t want[8], until;
-	bool done = false;
+	bool done = false, armed_check = shared->introspect;
+	int left = 0;
 
 	(void)t;
 	for (int i = 0; i < 8; i++)
@@ -1511,7 +1624,9 @@ void ledger_close(struct thread_ctx *t, struct ledger *l)
 		uint64_t mask = a->width == 4 ? 0xffffffffull : ~0ull;
 		uint64_t *w = &want[a->word - ARMED_WORD0];
 
-		if (!a->if_equal || (*w & mask) == a->expected)
+		if (a->add)
+			*w = (*w & ~mask) | ((*w - a->value) & mask);
+		else if (!a->if_equal || (*w & mask) == a->expected)
 			*w = (*w & ~mask) | a->value;
 	}
 	proc_doing("ledger close");
@@ -1522,7 +1637,16 @@ void ledger_close(struct thread_ctx *t, struct ledger *l)
 		done = true;
 		for (int i = 0; i < 8; i++)
 			done &= atomic_load((_Atomic uint64_t *)&l->words[ARMED_WORD0 + i]) == want[i];
+		/* Nothing is listed once they ran (a finding stops the checks). */
+		if (armed_check) {
+			left = armed_left(l);
+			armed_check = left > 0;
+			done &= left <= 0;
+		}
 	}
+	if (armed_check && left > 0)
+		finding("ledger: ARMED still lists %d of the %u actions 5 s after their handle closed",
+			left, l->narmed);
 	if (!done)
 		for (int i = 0; i < 8; i++)
 			if (l->words[ARMED_WORD0 + i] != want[i])
