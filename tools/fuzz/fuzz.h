@@ -366,7 +366,7 @@ bool waiters_sane(const struct syncmem_waiter_list *in, const struct syncmem_wai
 bool who_sane(const struct syncmem_who *in, const struct syncmem_who *out, const char *what);
 bool objects_sane(const struct syncmem_object_list *in, const struct syncmem_object_list *out,
 		  const struct syncmem_object_entry *e, uint64_t size, const char *what);
-bool armed_sane(const struct syncmem_armed_list *in, const struct syncmem_armed_list *out,
+bool armed_sane(const struct syncmem_object_list *in, const struct syncmem_object_list *out,
 		const struct syncmem_armed_entry *e, uint64_t size, const char *what);
 
 /*

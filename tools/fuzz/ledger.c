@@ -1047,45 +1047,66 @@ static void fill_names(struct thread_ctx *t, struct ledger *l)
 	}
 }
 
-/* OBJECTS of the private region: exactly our names, by offset. */
-static void objects(struct thread_ctx *t, struct ledger *l)
+/*
+ * One OBJECTS or ARMED call (one argument layout) of the private region,
+ * @have @things there, sometimes with one defect and its errno expected.
+ * Returns the entries (the caller frees them) when the call succeeded
+ * through a good pointer and the answer is one to compare with ours.
+ */
+static void *ledger_list(struct thread_ctx *t, struct ledger *l, unsigned long req, int op,
+			 const char *call, size_t esize, unsigned int have, const char *things,
+			 struct syncmem_object_list *in, struct syncmem_object_list *arg,
+			 char *what, size_t cap)
 {
 	uint32_t count = pick_list_count(t);
-	struct syncmem_object_entry *e = malloc((count ? count : 1) * sizeof(*e));
-	struct syncmem_object_list in = { .entries = (uintptr_t)e, .count = count }, arg;
+	void *e = malloc((count ? count : 1) * esize);
 	bool bad = false;
 	const char *why = "";
-	char what[160];
 	long want = 0, ret;
-	uint32_t i = 0;
 
 	if (!e)
-		return;
-	memset(e, 0x5a, (count ? count : 1) * sizeof(*e));
+		return NULL;
+	memset(e, 0x5a, (count ? count : 1) * esize);
+	*in = (struct syncmem_object_list){ .entries = (uintptr_t)e, .count = count };
 	switch (rng_below(&t->rng, 12)) {
 	case 0:
-		in.flags = bad_bits(t, 0);
+		in->flags = bad_bits(t, 0);
 		want = -EINVAL;
 		why = ", flags";
 		break;
 	case 1:
-		in.count = SYNCMEM_LIST_MAX + 1;
+		in->count = SYNCMEM_LIST_MAX + 1;
 		want = -EINVAL;
 		why = ", count above SYNCMEM_LIST_MAX";
 		break;
 	case 2:
-		in.entries = (uintptr_t)bad_pointer(&t->rng, true);
-		want = count && l->nnames ? -EFAULT : 0;
+		in->entries = (uintptr_t)bad_pointer(&t->rng, true);
+		want = count && have ? -EFAULT : 0;
 		bad = true;
 		why = ", entries pointer faults";
 		break;
 	}
-	arg = in;
-	ret = xioctl(l->region, SYNCMEM_IOC_OBJECTS, &arg);
-	snprintf(what, sizeof(what), "ledger OBJECTS count %u with %u names%s", in.count, l->nnames,
-		 why);
-	if (!ALLOWED(l, OP_OBJECTS, ret, what, want) || ret || bad ||
-	    !objects_sane(&in, &arg, e, REGION_BYTES, what))
+	*arg = *in;
+	ret = xioctl(l->region, req, arg);
+	snprintf(what, cap, "ledger %s count %u with %u %s%s", call, in->count, have, things, why);
+	if (!ALLOWED(l, op, ret, what, want) || ret || bad) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* OBJECTS of the private region: exactly our names, by offset. */
+static void objects(struct thread_ctx *t, struct ledger *l)
+{
+	struct syncmem_object_list in, arg;
+	struct syncmem_object_entry *e;
+	char what[160];
+	uint32_t i = 0;
+
+	e = ledger_list(t, l, SYNCMEM_IOC_OBJECTS, OP_OBJECTS, "OBJECTS", sizeof(*e), l->nnames,
+			"names", &in, &arg, what, sizeof(what));
+	if (!e || !objects_sane(&in, &arg, e, REGION_BYTES, what))
 		goto out;
 	if (arg.total != l->nnames)
 		finding("ledger: OBJECTS counted %llu names, we gave %u: %s",
@@ -1133,41 +1154,13 @@ static bool armed_entry_is(struct ledger *l, const struct syncmem_armed_entry *e
 /* ARMED of the private region: exactly our actions, in arming order, with our pid. */
 static void armed(struct thread_ctx *t, struct ledger *l)
 {
-	uint32_t count = pick_list_count(t);
-	struct syncmem_armed_entry *e = malloc((count ? count : 1) * sizeof(*e));
-	struct syncmem_armed_list in = { .entries = (uintptr_t)e, .count = count }, arg;
-	bool bad = false;
-	const char *why = "";
+	struct syncmem_object_list in, arg;
+	struct syncmem_armed_entry *e;
 	char what[160];
-	long want = 0, ret;
 
-	if (!e)
-		return;
-	memset(e, 0x5a, (count ? count : 1) * sizeof(*e));
-	switch (rng_below(&t->rng, 12)) {
-	case 0:
-		in.flags = bad_bits(t, 0);
-		want = -EINVAL;
-		why = ", flags";
-		break;
-	case 1:
-		in.count = SYNCMEM_LIST_MAX + 1;
-		want = -EINVAL;
-		why = ", count above SYNCMEM_LIST_MAX";
-		break;
-	case 2:
-		in.entries = (uintptr_t)bad_pointer(&t->rng, true);
-		want = count && l->narmed ? -EFAULT : 0;
-		bad = true;
-		why = ", entries pointer faults";
-		break;
-	}
-	arg = in;
-	ret = xioctl(l->region, SYNCMEM_IOC_ARMED, &arg);
-	snprintf(what, sizeof(what), "ledger ARMED count %u with %u armed%s", in.count, l->narmed,
-		 why);
-	if (!ALLOWED(l, OP_ARMED, ret, what, want) || ret || bad ||
-	    !armed_sane(&in, &arg, e, REGION_BYTES, what))
+	e = ledger_list(t, l, SYNCMEM_IOC_ARMED, OP_ARMED, "ARMED", sizeof(*e), l->narmed,
+			"armed", &in, &arg, what, sizeof(what));
+	if (!e || !armed_sane(&in, &arg, e, REGION_BYTES, what))
 		goto out;
 	if (arg.total != l->narmed) {
 		finding("ledger: ARMED counted %llu actions, we armed %u: %s",

@@ -204,7 +204,14 @@ bool objects_sane(const struct syncmem_object_list *in, const struct syncmem_obj
 
 #define ARMED_FLAGS_KNOWN	(SYNCMEM_ARMED_IF_EQUAL | SYNCMEM_ARMED_ADD)
 
-bool armed_sane(const struct syncmem_armed_list *in, const struct syncmem_armed_list *out,
+/* ARMED's argument has OBJECTS' layout: one struct serves both calls. */
+_Static_assert(sizeof(struct syncmem_armed_list) == sizeof(struct syncmem_object_list) &&
+	       offsetof(struct syncmem_armed_list, count) ==
+	       offsetof(struct syncmem_object_list, count) &&
+	       offsetof(struct syncmem_armed_list, total) ==
+	       offsetof(struct syncmem_object_list, total), "list arguments alike");
+
+bool armed_sane(const struct syncmem_object_list *in, const struct syncmem_object_list *out,
 		const struct syncmem_armed_entry *e, uint64_t size, const char *what)
 {
 	if (out->entries != in->entries || out->flags != in->flags)
@@ -593,37 +600,58 @@ void introspect_name(struct thread_ctx *t, const struct obj *o, int slot, uint64
 		ONE_OF(OP_OBJECT_NAME, ret, stable, what, 0, -ENOSPC, -ENOMEM);
 }
 
-void introspect_objects(struct thread_ctx *t, const struct obj *o, int slot)
+/*
+ * One OBJECTS or ARMED call (their arguments share one layout) for @count
+ * entries of @esize bytes, sometimes through a bad pointer, its result
+ * judged. Returns the entries (the caller frees them) when the answer is
+ * one to check: 0 through a good pointer on an fd that stayed the same.
+ */
+static void *list_call(struct thread_ctx *t, const struct obj *o, int slot, unsigned long req,
+		       int op, const char *call, uint32_t count, size_t esize,
+		       struct syncmem_object_list *in, struct syncmem_object_list *arg,
+		       char *what, size_t cap)
 {
-	uint32_t count = pick_count(&t->rng);
-	struct syncmem_object_entry *e = malloc((count ? count : 1) * sizeof(*e));
+	void *e = malloc((count ? count : 1) * esize);
 	bool bad_entries = rng_chance(&t->rng, 1, 16), stable;
-	struct syncmem_object_list in = { .count = count }, arg;
-	char what[200];
 	long ret;
 
 	if (!e || !shared->introspect) {
 		free(e);
-		return;
+		return NULL;
 	}
-	/* Garbage where the kernel writes: it must pad names with NULs itself. */
-	memset(e, 0xa5, (count ? count : 1) * sizeof(*e));
-	in.entries = bad_entries ? (uintptr_t)bad_pointer(&t->rng, true) : (uintptr_t)e;
-	in.total = rng_next(&t->rng);
-	arg = in;
-	ret = xioctl(o->fd, SYNCMEM_IOC_OBJECTS, &arg);
+	/* Garbage where the kernel writes: it must write every byte, padding too. */
+	memset(e, 0xa5, (count ? count : 1) * esize);
+	*in = (struct syncmem_object_list){ .count = count };
+	in->entries = bad_entries ? (uintptr_t)bad_pointer(&t->rng, true) : (uintptr_t)e;
+	in->total = rng_next(&t->rng);
+	*arg = *in;
+	ret = xioctl(o->fd, req, arg);
 	stable = obj_unchanged(slot, o);
-	describe(what, sizeof(what), "OBJECTS", o);
-	snprintf(what + strlen(what), sizeof(what) - strlen(what), " count %u entries %s", count,
+	describe(what, cap, call, o);
+	snprintf(what + strlen(what), cap - strlen(what), " count %u entries %s", count,
 		 bad_entries ? "bad" : "ok");
 	if (bad_entries && count)
-		ONE_OF(OP_OBJECTS, ret, stable, what, -EFAULT, 0, -ENOMEM);
+		ONE_OF(op, ret, stable, what, -EFAULT, 0, -ENOMEM);
 	else
-		ONE_OF(OP_OBJECTS, ret, stable, what, 0, -ENOMEM);
-	if (ret == 0 && stable && bad_entries && arg.count)
-		finding("OBJECTS wrote %u entries through a bad pointer and returned 0: %s", arg.count,
-			what);
-	else if (ret == 0 && stable && !bad_entries)
+		ONE_OF(op, ret, stable, what, 0, -ENOMEM);
+	if (ret == 0 && stable && bad_entries && arg->count)
+		finding("%s wrote %u entries through a bad pointer and returned 0: %s", call,
+			arg->count, what);
+	if (ret == 0 && stable && !bad_entries)
+		return e;
+	free(e);
+	return NULL;
+}
+
+void introspect_objects(struct thread_ctx *t, const struct obj *o, int slot)
+{
+	struct syncmem_object_list in, arg;
+	struct syncmem_object_entry *e;
+	char what[200];
+
+	e = list_call(t, o, slot, SYNCMEM_IOC_OBJECTS, OP_OBJECTS, "OBJECTS", pick_count(&t->rng),
+		      sizeof(*e), &in, &arg, what, sizeof(what));
+	if (e)
 		objects_sane(&in, &arg, e, o->size, what);
 	free(e);
 }
@@ -631,34 +659,13 @@ void introspect_objects(struct thread_ctx *t, const struct obj *o, int slot)
 void introspect_armed(struct thread_ctx *t, const struct obj *o, int slot)
 {
 	uint32_t count = rng_chance(&t->rng, 1, 8) ? SYNCMEM_LIST_MAX : pick_count(&t->rng);
-	struct syncmem_armed_entry *e = malloc((count ? count : 1) * sizeof(*e));
-	bool bad_entries = rng_chance(&t->rng, 1, 16), stable;
-	struct syncmem_armed_list in = { .count = count }, arg;
+	struct syncmem_object_list in, arg;
+	struct syncmem_armed_entry *e;
 	char what[200];
-	long ret;
 
-	if (!e || !shared->introspect) {
-		free(e);
-		return;
-	}
-	/* Garbage where the kernel writes: it must write every field, pad too. */
-	memset(e, 0xa5, (count ? count : 1) * sizeof(*e));
-	in.entries = bad_entries ? (uintptr_t)bad_pointer(&t->rng, true) : (uintptr_t)e;
-	in.total = rng_next(&t->rng);
-	arg = in;
-	ret = xioctl(o->fd, SYNCMEM_IOC_ARMED, &arg);
-	stable = obj_unchanged(slot, o);
-	describe(what, sizeof(what), "ARMED", o);
-	snprintf(what + strlen(what), sizeof(what) - strlen(what), " count %u entries %s", count,
-		 bad_entries ? "bad" : "ok");
-	if (bad_entries && count)
-		ONE_OF(OP_ARMED, ret, stable, what, -EFAULT, 0, -ENOMEM);
-	else
-		ONE_OF(OP_ARMED, ret, stable, what, 0, -ENOMEM);
-	if (ret == 0 && stable && bad_entries && arg.count)
-		finding("ARMED wrote %u entries through a bad pointer and returned 0: %s", arg.count,
-			what);
-	else if (ret == 0 && stable && !bad_entries)
+	e = list_call(t, o, slot, SYNCMEM_IOC_ARMED, OP_ARMED, "ARMED", count, sizeof(*e), &in,
+		      &arg, what, sizeof(what));
+	if (e)
 		armed_sane(&in, &arg, e, o->size, what);
 	free(e);
 }
