@@ -865,10 +865,16 @@ static void name_defect(struct thread_ctx *t, const struct obj *o, int slot)
 					     obj_unchanged(slot, o)), what);
 }
 
-static void objects_defect(struct thread_ctx *t, const struct obj *o, int slot)
+/* OBJECTS or ARMED (one argument layout) with one defect: exactly -EINVAL. */
+static void list_defect(struct thread_ctx *t, const struct obj *o, int slot, unsigned long req,
+			int op, const char *call)
 {
-	struct syncmem_object_entry e[2];
-	struct syncmem_object_list arg = { .entries = (uintptr_t)e, .count = 2 };
+	/* Room for two entries of either call. */
+	union {
+		struct syncmem_object_entry objects[2];
+		struct syncmem_armed_entry armed[2];
+	} e;
+	struct syncmem_object_list arg = { .entries = (uintptr_t)&e, .count = 2 };
 	const char *why;
 	char what[160];
 	long ret;
@@ -881,34 +887,11 @@ static void objects_defect(struct thread_ctx *t, const struct obj *o, int slot)
 			    (uint32_t)rng_below(&t->rng, UINT32_MAX - SYNCMEM_LIST_MAX - 1));
 		why = "count above SYNCMEM_LIST_MAX";
 	}
-	ret = xioctl(o->fd, SYNCMEM_IOC_OBJECTS, &arg);
-	describe(what, sizeof(what), "OBJECTS", o);
+	ret = xioctl(o->fd, req, &arg);
+	describe(what, sizeof(what), call, o);
 	snprintf(what + strlen(what), sizeof(what) - strlen(what), ", %s: count %u flags %#x",
 		 why, arg.count, arg.flags);
-	tally(OP_OBJECTS, ret, if_stable(EXACTLY(-EINVAL), obj_unchanged(slot, o)), what);
-}
-
-static void armed_defect(struct thread_ctx *t, const struct obj *o, int slot)
-{
-	struct syncmem_armed_entry e[2];
-	struct syncmem_armed_list arg = { .entries = (uintptr_t)e, .count = 2 };
-	const char *why;
-	char what[160];
-	long ret;
-
-	if (rng_chance(&t->rng, 1, 2)) {
-		arg.flags = bad_bits(t, 0);
-		why = "flags not zero";
-	} else {
-		arg.count = SYNCMEM_LIST_MAX + 1 + (rng_chance(&t->rng, 1, 2) ? 0 :
-			    (uint32_t)rng_below(&t->rng, UINT32_MAX - SYNCMEM_LIST_MAX - 1));
-		why = "count above SYNCMEM_LIST_MAX";
-	}
-	ret = xioctl(o->fd, SYNCMEM_IOC_ARMED, &arg);
-	describe(what, sizeof(what), "ARMED", o);
-	snprintf(what + strlen(what), sizeof(what) - strlen(what), ", %s: count %u flags %#x",
-		 why, arg.count, arg.flags);
-	tally(OP_ARMED, ret, if_stable(EXACTLY(-EINVAL), obj_unchanged(slot, o)), what);
+	tally(op, ret, if_stable(EXACTLY(-EINVAL), obj_unchanged(slot, o)), what);
 }
 
 void op_introspect_invalid(struct thread_ctx *t)
@@ -929,10 +912,10 @@ void op_introspect_invalid(struct thread_ctx *t)
 		name_defect(t, &o, slot);
 		break;
 	case 7:
-		objects_defect(t, &o, slot);
+		list_defect(t, &o, slot, SYNCMEM_IOC_OBJECTS, OP_OBJECTS, "OBJECTS");
 		break;
 	default:
-		armed_defect(t, &o, slot);
+		list_defect(t, &o, slot, SYNCMEM_IOC_ARMED, OP_ARMED, "ARMED");
 		break;
 	}
 }
