@@ -79,13 +79,18 @@ int syncmem_flight_init(struct syncmem_region *r, void *mem, size_t len, uint32_
 			struct syncmem_pool *pool, struct syncmem_flight **out)
 {
 	__u64 pool_off, mem_off;
+	int err;
 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (!pool || syncmem__object_offset(r, pool->hdr, pool->g.footprint, 1, &pool_off) ||
-	    syncmem__object_offset(r, mem, len, 1, &mem_off))
+	if (!pool)
 		return -EINVAL;
+	err = syncmem__object_offset(r, pool->hdr, pool->g.footprint, 1, &pool_off);
+	if (!err)
+		err = syncmem__object_offset(r, mem, len, 1, &mem_off);
+	if (err)
+		return err;
 	if (r->rdonly)
 		return -EBADF;
 	return syncmem__keytab_init(mem, len, nentries, SYNCMEM_FLIGHT_MAGIC, pool_off,
@@ -96,19 +101,21 @@ int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
 			  struct syncmem_flight **out)
 {
 	__u64 mem_off;
+	int err;
 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (syncmem__object_offset(r, mem, len, 1, &mem_off))
-		return -EINVAL;
+	err = syncmem__object_offset(r, mem, len, 1, &mem_off);
+	if (err)
+		return err;
 	return syncmem__keytab_attach(mem, len, SYNCMEM_FLIGHT_MAGIC,
 				      (struct syncmem_keytab **)out);
 }
 
 uint32_t syncmem_flight_in_flight(struct syncmem_flight *f)
 {
-	return __atomic_load_n(&f->t.used, __ATOMIC_RELAXED);
+	return f ? __atomic_load_n(&f->t.used, __ATOMIC_RELAXED) : 0;
 }
 
 /* Validate the call and attach the result pool the table was built with. */

@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 
 #include <linux/syncmem.h>
 
@@ -40,16 +41,21 @@
 #define GATE_ID		SYNCMEM_OWNER_ID
 
 _Static_assert(sizeof(struct syncmem_gate) == 64, "struct syncmem_gate layout");
+/* Its word first: an 8-byte aligned gate has an aligned word. */
+_Static_assert(offsetof(struct syncmem_gate, word) == 0, "struct syncmem_gate word");
 
 void syncmem_gate_init(struct syncmem_gate *g, bool open)
 {
-	*g = (struct syncmem_gate){ .word = open ? GATE_OPEN : SYNCMEM_OWNER_NOBODY };
+	/* Nothing to report it through: NULL or read-only memory is left alone. */
+	syncmem_gate_init_flags(g, open, 0);
 }
 
 int syncmem_gate_init_flags(struct syncmem_gate *g, bool open, uint32_t flags)
 {
 	if (!g || (flags & ~SYNCMEM_GATE_HELD))
 		return -EINVAL;
+	if (!syncmem__memory_writable(g, sizeof(*g)))
+		return -EBADF;
 	*g = (struct syncmem_gate){ .word = open ? GATE_OPEN : SYNCMEM_OWNER_NOBODY,
 				    .flags = flags };
 	return 0;
@@ -119,7 +125,7 @@ static const struct syncmem__acq_ops gate_ops = {
 static int gate_acq(struct syncmem_region *r, struct syncmem_gate *g, bool async,
 		    struct syncmem__acq *a)
 {
-	int err = syncmem__object_writable(r, g, sizeof(*g), &g->word, 8);
+	int err = syncmem__object_writable(r, g, sizeof(*g), 8);
 	int64_t id = 0;
 
 	if (err)
@@ -160,7 +166,7 @@ int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 
 int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g)
 {
-	int ret = syncmem__object_writable(r, g, sizeof(*g), &g->word, 8), held;
+	int ret = syncmem__object_writable(r, g, sizeof(*g), 8), held;
 	uint32_t failed = 0;
 	uint64_t v;
 

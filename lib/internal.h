@@ -61,6 +61,12 @@ static inline bool syncmem__keeps_changing(int wait_result, uint32_t *changed)
 int syncmem__writable(uint32_t *word);
 
 /*
+ * The same for the @size bytes (at most a page) at @obj, whatever their
+ * alignment: 1 writable, 0 not (mapped read-only, or not mapped at all).
+ */
+int syncmem__memory_writable(const void *obj, size_t size);
+
+/*
  * Fill a region handle for the @size bytes mapped at @base from region fd
  * @fd (tests and benchmarks build one over plain shared memory with it).
  */
@@ -80,22 +86,23 @@ int syncmem__ioctl(int fd, unsigned long req, void *arg);
 
 /*
  * Byte offset of the @size bytes at @obj, @align-aligned, wholly inside the
- * region's mapping, or -EINVAL (also for a NULL region or object).
+ * region's mapping; -ERANGE when not wholly inside it, -EINVAL when
+ * misaligned or for a NULL region or object.
  */
 int syncmem__object_offset(const struct syncmem_region *r, const void *obj, size_t size,
 			   size_t align, __u64 *off);
 
-/* The same for a naturally aligned @width-byte word. */
+/* The same for a naturally aligned @width-byte word, but -EINVAL for any fault. */
 int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
 			 size_t width, __u64 *off);
 
 /*
- * A shared object this call will write: wholly inside the region, with its
- * @width-byte word aligned (else -EINVAL), in a writable region (else
- * -EBADF). 0 when so.
+ * A shared object this call will write: wholly inside the region (else
+ * -ERANGE), @align-aligned (else -EINVAL; NULL too), in a writable region
+ * (else -EBADF). 0 when so.
  */
 int syncmem__object_writable(const struct syncmem_region *r, const void *obj, size_t size,
-			     const void *word, uint32_t width);
+			     size_t align);
 
 /* Absolute CLOCK_MONOTONIC deadline for a relative timeout (negative: none). */
 uint64_t syncmem__deadline(int64_t timeout_ns);

@@ -67,7 +67,7 @@ int syncmem_keyed_attach(void *mem, size_t len, struct syncmem_keyed **out)
 
 uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k)
 {
-	return __atomic_load_n(&k->t.used, __ATOMIC_RELAXED);
+	return k ? __atomic_load_n(&k->t.used, __ATOMIC_RELAXED) : 0;
 }
 
 /* The table (validated for this call) and the key, prepared in @kk. */

@@ -252,10 +252,12 @@ int syncmem__keytab_view(struct syncmem_region *r, struct syncmem_keytab *t, uin
 	uint64_t boff, eoff, footprint;
 	uint32_t nb, n;
 	__u64 off;
-
 	/* The header inside the region before any of its fields is read. */
-	if (syncmem__object_offset(r, t, sizeof(*t), KEYTAB_ALIGN, &off) ||
-	    shared_u32(&t->magic) != magic)
+	int err = syncmem__object_offset(r, t, sizeof(*t), KEYTAB_ALIGN, &off);
+
+	if (err)
+		return err;
+	if (shared_u32(&t->magic) != magic)
 		return -EINVAL;
 	if (r->rdonly)
 		return -EBADF;

@@ -61,7 +61,8 @@ int syncmem__keytab_attach(void *mem, size_t len, uint32_t magic,
 
 /*
  * Validate the table @t of kind @magic for a call on @r and fill @v:
- * 0; -EINVAL (not inside @r, not such a table); -EBADF (@r is read-only);
+ * 0; -ERANGE (not wholly inside @r); -EINVAL (NULL, misaligned, not such a
+ * table); -EBADF (@r is read-only);
  * -EUCLEAN (its header holds values this library never writes).
  */
 int syncmem__keytab_view(struct syncmem_region *r, struct syncmem_keytab *t, uint32_t magic,

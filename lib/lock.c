@@ -88,6 +88,9 @@ static inline uint64_t holder(uint64_t word)
 
 void syncmem_lock_init(struct syncmem_lock *l, unsigned flags)
 {
+	/* Nothing to report it through: NULL or read-only memory is left alone. */
+	if (!l || !syncmem__memory_writable(l, sizeof(*l)))
+		return;
 	memset(l, 0, sizeof(*l));
 	l->flags = flags & SYNCMEM_LOCK_FAIR;
 }
@@ -315,17 +318,19 @@ static inline int lock_cas(struct syncmem_region *r, struct syncmem_lock *l, uin
 
 /*
  * Not a lock of a writable region (lock_words is 0 for a read-only one):
- * -EBADF for a lock inside a read-only region, else -EINVAL. Out of line
- * and taking the fast path's own arguments, so that reaching it costs the
- * fast path nothing.
+ * -EINVAL for NULL or misaligned, -ERANGE for a lock not wholly inside the
+ * region, -EBADF for a lock inside a read-only region. Out of line and
+ * taking the fast path's own arguments, so that reaching it costs the fast
+ * path nothing.
  */
 static __attribute__((noinline, cold)) int lock_invalid(const struct syncmem_region *r,
 							const struct syncmem_lock *l)
 {
 	__u64 off;
+	int err = syncmem__object_offset(r, l, sizeof(*l), 8, &off);
 
-	if (syncmem__object_offset(r, l, sizeof(*l), 8, &off))
-		return -EINVAL;
+	if (err)
+		return err;
 	return r->rdonly ? -EBADF : -EINVAL;
 }
 

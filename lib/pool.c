@@ -510,6 +510,8 @@ static __attribute__((noinline, cold)) uint32_t alloc_retry(const struct syncmem
 {
 	unsigned int s = my_stack;
 
+	if (!p)
+		return 0;
 	return (uint32_t)alloc_slow(p, s == ~0u ? pick_stack() : s, process_mark());
 }
 
@@ -525,8 +527,8 @@ uint32_t syncmem_pool_alloc(struct syncmem_pool *p)
 	uint64_t *word, *headp, head, next;
 	uint32_t top, max;
 
-	/* The thread's first allocation, or the process's. */
-	if (__builtin_expect(s == ~0u || !mark, 0))
+	/* The thread's first allocation, or the process's; or no pool. */
+	if (__builtin_expect(s == ~0u || !mark || !p, 0))
 		return alloc_retry(p);
 	h = p->hdr;
 	max = p->top_max;
@@ -638,7 +640,7 @@ static int push_claimed(const struct syncmem_pool *p, uint32_t i, uint64_t *head
 
 int syncmem_pool_free(struct syncmem_pool *p, uint32_t off)
 {
-	int64_t i = block_index(p, off, p->free_len);
+	int64_t i = p ? block_index(p, off, p->free_len) : -EINVAL;
 	uint64_t *word, *headp, head, w;
 	uint32_t failed = 0;
 

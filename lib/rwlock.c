@@ -100,21 +100,23 @@ static inline uint64_t slot_process(uint64_t owner)
 
 void syncmem_rwlock_init(struct syncmem_rwlock *rw)
 {
-	*rw = (struct syncmem_rwlock){ 0 };
-	syncmem_lock_init(&rw->turnstile, SYNCMEM_LOCK_FAIR);
+	/* Nothing to report it through: NULL or read-only memory is left alone. */
+	if (!rw || !syncmem__memory_writable(rw, sizeof(*rw)))
+		return;
+	*rw = (struct syncmem_rwlock){ .turnstile.flags = SYNCMEM_LOCK_FAIR };
 }
 
-/* 0, -EINVAL (not wholly inside the region, misaligned) or -EBADF (read-only region). */
+/*
+ * 0, -EINVAL (NULL, misaligned), -ERANGE (not wholly inside the region) or
+ * -EBADF (read-only region).
+ */
 static inline int rw_check(const struct syncmem_region *r, const struct syncmem_rwlock *rw)
 {
-	uintptr_t off;
+	__u64 off;
+	int err = syncmem__object_offset(r, rw, sizeof(*rw), 8, &off);
 
-	if (__builtin_expect(!r || !rw, 0))
-		return -EINVAL;
-	off = (uintptr_t)rw - (uintptr_t)r->base;
-	if (__builtin_expect((uintptr_t)rw < (uintptr_t)r->base || off > r->size ||
-			     r->size - off < sizeof(*rw) || (off & 7), 0))
-		return -EINVAL;
+	if (__builtin_expect(err, 0))
+		return err;
 	return r->rdonly ? -EBADF : 0;
 }
 

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 
 #include <linux/syncmem.h>
 
@@ -33,6 +34,8 @@
 #define SEM_UNUSED	(~SEM_WAITED & ~0xffffffffull)
 
 _Static_assert(sizeof(struct syncmem_sem) == 64, "struct syncmem_sem layout");
+/* Its word first: an 8-byte aligned sem has an aligned word. */
+_Static_assert(offsetof(struct syncmem_sem, word) == 0, "struct syncmem_sem word");
 
 static inline uint32_t sem_units(uint64_t v)
 {
@@ -49,13 +52,15 @@ int syncmem_sem_init(struct syncmem_sem *s, uint32_t value)
 {
 	if (!s || value > SYNCMEM_SEM_VALUE_MAX)
 		return -EINVAL;
+	if (!syncmem__memory_writable(s, sizeof(*s)))
+		return -EBADF;
 	*s = (struct syncmem_sem){ .word = value };
 	return 0;
 }
 
 uint32_t syncmem_sem_value(const struct syncmem_sem *s)
 {
-	return sem_units(__atomic_load_n(&s->word, __ATOMIC_RELAXED));
+	return s ? sem_units(__atomic_load_n(&s->word, __ATOMIC_RELAXED)) : 0;
 }
 
 static int sem_try(struct syncmem__acq *a, uint64_t *expected)
@@ -104,7 +109,7 @@ static const struct syncmem__acq_ops sem_ops = {
 
 static int sem_acq(struct syncmem_region *r, struct syncmem_sem *s, struct syncmem__acq *a)
 {
-	int err = syncmem__object_writable(r, s, sizeof(*s), &s->word, 8);
+	int err = syncmem__object_writable(r, s, sizeof(*s), 8);
 
 	if (err)
 		return err;
@@ -129,7 +134,7 @@ int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s)
 {
 	uint32_t failed = 0;
 	uint64_t v;
-	int err = syncmem__object_writable(r, s, sizeof(*s), &s->word, 8);
+	int err = syncmem__object_writable(r, s, sizeof(*s), 8);
 
 	if (err)
 		return err;
@@ -160,7 +165,7 @@ int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s)
 {
 	uint32_t failed = 0;
 	uint64_t v;
-	int ret = syncmem__object_writable(r, s, sizeof(*s), &s->word, 8);
+	int ret = syncmem__object_writable(r, s, sizeof(*s), 8);
 
 	if (ret)
 		return ret;

@@ -20,11 +20,19 @@ const char *syncmem_strerror(int err)
 	case SYNCMEM_PENDING:
 		return "pending: the wait is queued and its callback will report";
 	case -ENODEV:
-		return "/dev/syncmem is missing: the syncmem kernel module is not loaded (modprobe syncmem)";
+		return "/dev/syncmem is missing: the syncmem kernel module is not loaded (modprobe syncmem), or this process cannot see the device (a chroot or container without it: make the loop from a region fd, syncmem_loop_new_region())";
 	case -EUCLEAN:
 		return "structure needs cleaning: the shared object holds values this library never writes (another process corrupted it, or keeps changing it)";
 	case -EPROTO:
-		return "the loaded syncmem module speaks another ABI version than this library (or the memory is not what it should be)";
+		return "no such object in this memory: it was never initialised (attach only after the creator's syncmem_*_init() succeeded), or a library of another version built it; or the loaded syncmem module speaks another ABI version than this library";
+	case -ERANGE:
+		return "the object is not wholly inside the region passed with it: the region is smaller than the object's end (see syncmem_size()), or the object lies in another region";
+	case -EBADF:
+		return "bad file descriptor, or a write to memory mapped read-only (a region opened with SYNCMEM_RDONLY)";
+	case -EINVAL:
+		return "invalid argument: a NULL or misaligned pointer or unknown flags; for syncmem_open() of an existing name, a size other than 0 or the region's own size";
+	case -EACCES:
+		return "permission denied: the region's mode bits forbid this open (or /dev/syncmem's forbid opening it)";
 	}
 	if (err > 0)
 		return "unknown syncmem result";

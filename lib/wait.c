@@ -17,8 +17,10 @@ int syncmem__object_offset(const struct syncmem_region *r, const void *obj, size
 	if (!r || !obj)
 		return -EINVAL;
 	base = (uintptr_t)r->base;
-	if (a < base || a - base > r->size || r->size - (a - base) < size ||
-	    (a & (align - 1)))
+	/* Past the end of a region too small for it, or not in it at all. */
+	if (a < base || a - base > r->size || r->size - (a - base) < size)
+		return -ERANGE;
+	if (a & (align - 1))
 		return -EINVAL;
 	*off = a - base;
 	return 0;
@@ -27,17 +29,18 @@ int syncmem__object_offset(const struct syncmem_region *r, const void *obj, size
 int syncmem__word_offset(const struct syncmem_region *r, const void *addr,
 			 size_t width, __u64 *off)
 {
-	return syncmem__object_offset(r, addr, width, width, off);
+	/* A word outside the region is -EINVAL, as Atomics-style calls promise. */
+	return syncmem__object_offset(r, addr, width, width, off) ? -EINVAL : 0;
 }
 
 int syncmem__object_writable(const struct syncmem_region *r, const void *obj, size_t size,
-			     const void *word, uint32_t width)
+			     size_t align)
 {
-	__u64 off, word_off;
+	__u64 off;
+	int err = syncmem__object_offset(r, obj, size, align, &off);
 
-	if (syncmem__object_offset(r, obj, size, 1, &off) ||
-	    syncmem__word_offset(r, word, width, &word_off))
-		return -EINVAL;
+	if (err)
+		return err;
 	return r->rdonly ? -EBADF : 0;
 }
 

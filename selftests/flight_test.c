@@ -480,14 +480,14 @@ TEST_F(flight, limits_and_errors)
 	/* Init and attach. */
 	EXPECT_EQ(-EEXIST, syncmem_flight_init(self->r, self->table, table_len, ENTRIES,
 					       self->pool, &other));
-	EXPECT_EQ(-EINVAL, syncmem_flight_init(self->r, buf, sizeof(buf), 1, self->pool, &other));
+	EXPECT_EQ(-ERANGE, syncmem_flight_init(self->r, buf, sizeof(buf), 1, self->pool, &other));
 	/* The result pool must lie in the region. */
 	{
 		static char outside[4096] __attribute__((aligned(64)));
 		struct syncmem_pool *elsewhere;
 
 		ASSERT_EQ(0, syncmem_pool_init(outside, sizeof(outside), 64, 4, &elsewhere));
-		EXPECT_EQ(-EINVAL, syncmem_flight_init(self->r, self->table, table_len, ENTRIES,
+		EXPECT_EQ(-ERANGE, syncmem_flight_init(self->r, self->table, table_len, ENTRIES,
 						       elsewhere, &other));
 		syncmem_pool_detach(elsewhere);
 	}

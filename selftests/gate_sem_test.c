@@ -370,14 +370,15 @@ TEST_F(gs, errors)
 
 	syncmem_gate_init(&outside_gate, true);
 	syncmem_sem_init(&outside_sem, 1);
-	EXPECT_EQ(-EINVAL, syncmem_gate_wait(self->r, &outside_gate, 0));
-	EXPECT_EQ(-EINVAL, syncmem_gate_signal(self->r, &outside_gate));
+	/* Not in the region: -ERANGE; NULL: -EINVAL. */
+	EXPECT_EQ(-ERANGE, syncmem_gate_wait(self->r, &outside_gate, 0));
+	EXPECT_EQ(-ERANGE, syncmem_gate_signal(self->r, &outside_gate));
 	EXPECT_EQ(-EINVAL, syncmem_gate_wait(NULL, &self->sh->gate, 0));
 	EXPECT_EQ(-EINVAL, syncmem_gate_signal(self->r, NULL));
-	EXPECT_EQ(-EINVAL, syncmem_sem_wait(self->r, &outside_sem));
-	EXPECT_EQ(-EINVAL, syncmem_sem_trywait(self->r, &outside_sem));
-	EXPECT_EQ(-EINVAL, syncmem_sem_post(self->r, &outside_sem));
-	EXPECT_EQ(-EINVAL, syncmem_sem_post(self->r, edge));	/* runs past the end */
+	EXPECT_EQ(-ERANGE, syncmem_sem_wait(self->r, &outside_sem));
+	EXPECT_EQ(-ERANGE, syncmem_sem_trywait(self->r, &outside_sem));
+	EXPECT_EQ(-ERANGE, syncmem_sem_post(self->r, &outside_sem));
+	EXPECT_EQ(-ERANGE, syncmem_sem_post(self->r, edge));	/* runs past the end */
 	EXPECT_EQ(-EINVAL, syncmem_sem_init(NULL, 0));
 	/* A word no gate ever holds: the gate was written by something else. */
 	self->sh->gate.word = SYNCMEM_OWNER_NOTRECOVERABLE;
@@ -388,7 +389,7 @@ TEST_F(gs, errors)
 	ASSERT_EQ(0, syncmem_loop_new(&loop));
 	EXPECT_EQ(-EINVAL, syncmem_gate_wait_async(loop, self->r, &self->sh->gate, NULL, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_gate_wait_async(NULL, self->r, &self->sh->gate, never, NULL));
-	EXPECT_EQ(-EINVAL, syncmem_sem_wait_async(loop, self->r, &outside_sem, never, NULL));
+	EXPECT_EQ(-ERANGE, syncmem_sem_wait_async(loop, self->r, &outside_sem, never, NULL));
 	EXPECT_EQ(-EINVAL, syncmem_sem_wait_async(loop, self->r, &self->sh->sem, NULL, NULL));
 	/* Freeing the loop cancels a queued async wait; the next post counts. */
 	syncmem_sem_init(&self->sh->sem, 0);

@@ -761,7 +761,7 @@ TEST_F(introspect, the_library_names_and_lists)
 	base = syncmem_base(r);
 	ASSERT_EQ(0, syncmem_name_object(r, base + 16, 64, SYNCMEM_OBJ_LOCK, "jobs"));
 	EXPECT_EQ(-EBADF, syncmem_name_object(ro, syncmem_base(ro), 4, SYNCMEM_OBJ_WORD, "x"));
-	EXPECT_EQ(-EINVAL, syncmem_name_object(r, base + 1024, 4, SYNCMEM_OBJ_WORD, "x"));
+	EXPECT_EQ(-ERANGE, syncmem_name_object(r, base + 1024, 4, SYNCMEM_OBJ_WORD, "x"));
 	EXPECT_EQ(-EINVAL, syncmem_name_object(r, (char *)base + 2, 4, SYNCMEM_OBJ_WORD, "x"));
 	EXPECT_EQ(-EINVAL, syncmem_name_object(r, base, 4, 0, "x"));
 	EXPECT_EQ(-EINVAL, syncmem_name_object(r, base, 4, SYNCMEM_OBJ_WORD, ""));

@@ -446,10 +446,11 @@ TEST_F(lock, errors)
 	EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
 	EXPECT_EQ(-EPERM, syncmem_unlock(self->r, &self->sh->lock));
 
-	EXPECT_EQ(-EINVAL, syncmem_lock(self->r, &outside));
-	EXPECT_EQ(-EINVAL, syncmem_unlock(self->r, &outside));
+	/* Not (wholly) in the region: -ERANGE; NULL: -EINVAL. */
+	EXPECT_EQ(-ERANGE, syncmem_lock(self->r, &outside));
+	EXPECT_EQ(-ERANGE, syncmem_unlock(self->r, &outside));
 	EXPECT_EQ(-EINVAL, syncmem_lock(NULL, &self->sh->lock));
-	EXPECT_EQ(-EINVAL, syncmem_lock(self->r,
+	EXPECT_EQ(-ERANGE, syncmem_lock(self->r,
 					(struct syncmem_lock *)((char *)self->sh + 4096 - 32)));
 	/* The 64-bit word needs 8-byte alignment; 4 is not enough. */
 	{

@@ -367,9 +367,9 @@ TEST_F(rw, timeouts_and_errors)
 	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &self->sh->rw));
 	EXPECT_EQ(0, self->sh->rw.turnstile.word);
 
-	EXPECT_EQ(-EINVAL, syncmem_rwlock_rdlock(self->r, &outside));
-	EXPECT_EQ(-EINVAL, syncmem_rwlock_wrlock(self->r, &outside));
-	EXPECT_EQ(-EINVAL, syncmem_rwlock_unlock(self->r, &outside));
+	EXPECT_EQ(-ERANGE, syncmem_rwlock_rdlock(self->r, &outside));
+	EXPECT_EQ(-ERANGE, syncmem_rwlock_wrlock(self->r, &outside));
+	EXPECT_EQ(-ERANGE, syncmem_rwlock_unlock(self->r, &outside));
 	EXPECT_EQ(-EINVAL, syncmem_rwlock_rdlock(NULL, &self->sh->rw));
 	ASSERT_EQ(0, syncmem_loop_new(&loop));
 	EXPECT_EQ(-EINVAL, syncmem_rwlock_wrlock_async(loop, self->r, &self->sh->rw, NULL, NULL));

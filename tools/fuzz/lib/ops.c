@@ -621,24 +621,32 @@ static void name_op(struct worker *w)
 			   names[rng_below(&w->rng, sizeof(names) / sizeof(names[0]))] : NULL;
 	bool ok = true, reaches;
 	void *obj = pick_address(w, 1, 4, &ok);
+	long bad = -EINVAL;	/* a NULL, misaligned or unknown argument */
 	int ret;
 
 	/* What the library checks before the kernel is asked. */
 	if (!r || !obj) {
 		ok = false;
-	} else if (name) {
-		size_t len = strnlen(name, SYNCMEM_OBJECT_NAME_MAX + 1);
+	} else {
+		size_t len = name ? strnlen(name, SYNCMEM_OBJECT_NAME_MAX + 1) : 0;
+		size_t span = name ? size : 1;
 		uintptr_t a = (uintptr_t)obj, base = (uintptr_t)w->a->base;
+		bool fields = !name || (size && kind >= SYNCMEM_OBJ_WORD &&
+					kind <= SYNCMEM_OBJ_OTHER && len &&
+					len <= SYNCMEM_OBJECT_NAME_MAX);
+		bool inside = a >= base && a - base <= ARENA_BYTES &&
+			      ARENA_BYTES - (a - base) >= span;
 
-		ok = size && kind >= SYNCMEM_OBJ_WORD && kind <= SYNCMEM_OBJ_OTHER && len &&
-		     len <= SYNCMEM_OBJECT_NAME_MAX && a >= base && a - base <= ARENA_BYTES &&
-		     ARENA_BYTES - (a - base) >= size && !(a % 4);
+		ok = fields && inside && !(a % 4);
+		/* An object not wholly in the region: -ERANGE. */
+		if (fields && !inside)
+			bad = -ERANGE;
 	}
 	reaches = ok && !r->rdonly;
 	doing(w, "syncmem_name_object");
 	ret = syncmem_name_object(r, obj, size, kind, name);
 	if (!ok)
-		judge_always(w, "syncmem_name_object with a bad argument", ret, false, 1, (long)-EINVAL);
+		judge_always(w, "syncmem_name_object with a bad argument", ret, false, 1, bad);
 	else if (r->rdonly)
 		judge_always(w, "syncmem_name_object on a read-only region", ret, false, 1, (long)-EBADF);
 	else if (!name)
