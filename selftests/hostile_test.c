@@ -200,6 +200,78 @@ TEST_F(hostile, read_only_region_writes_are_ebadf_not_sigsegv)
 	EXPECT_EQ(POOL_BLOCKS, syncmem_pool_free_count(self->pool));
 }
 
+/*
+ * The init functions on the read-only mapping: the void ones change
+ * nothing, the others answer -EBADF (and the pool, key and single-flight
+ * tables too); none dies of SIGSEGV. Then every other call that writes:
+ * -EBADF.
+ */
+static int read_only_inits(struct syncmem_region *ro, struct objects *o)
+{
+	size_t pool_len = syncmem_pool_footprint(64, POOL_BLOCKS);
+	size_t table_len = syncmem_keyed_footprint(ENTRIES);
+	uint8_t *spare = flight_table(o) + 2 * table_len;	/* zeroed, never built */
+	struct syncmem_pool *pool = NULL, *attached;
+	struct syncmem_keyed *k = NULL;
+	struct syncmem_flight *f = NULL;
+	int step = 0;
+
+#define EXPECT_RO(call) do { step++; if ((call) != -EBADF) return step; } while (0)
+	syncmem_lock_init(&o->lock, SYNCMEM_LOCK_FAIR);
+	syncmem_gate_init(&o->gate, false);
+	syncmem_rwlock_init(&o->rw);
+	EXPECT_RO(syncmem_gate_init_flags(&o->gate, false, SYNCMEM_GATE_HELD));
+	EXPECT_RO(syncmem_sem_init(&o->sem, 5));
+	EXPECT_RO(syncmem_pool_init(spare, pool_len, 64, POOL_BLOCKS, &pool));
+	EXPECT_RO(syncmem_keyed_init(spare, table_len, ENTRIES, &k));
+	if (syncmem_pool_attach(o->pool, pool_len, &attached))
+		return 100;
+	EXPECT_RO(syncmem_flight_init(ro, spare, table_len, ENTRIES, attached, &f));
+	/* The other writers of the pool, and of the lock. */
+	EXPECT_RO(syncmem_pool_give(attached, (uint32_t)(pool_len - 64), SYNCMEM_POOL_ANYONE));
+	EXPECT_RO(syncmem_pool_take(attached, (uint32_t)(pool_len - 64), 1));
+	EXPECT_RO(syncmem_pool_reclaim(attached));
+	syncmem_pool_detach(attached);
+	EXPECT_RO(syncmem_lock_interruptible(ro, &o->lock, MS));
+	EXPECT_RO(syncmem_lock_consistent(ro, &o->lock));
+	EXPECT_RO(syncmem_name_object(ro, &o->lock, sizeof(o->lock), SYNCMEM_OBJ_LOCK, "l"));
+	EXPECT_RO(syncmem_handoff32(ro, (uint32_t *)&o->sem.word, 1));
+#undef EXPECT_RO
+	return 0;
+}
+
+TEST_F(hostile, read_only_inits_are_ebadf_or_nothing_not_sigsegv)
+{
+	struct syncmem_lock lock;
+	struct syncmem_gate gate;
+	struct syncmem_rwlock rw;
+	pid_t pid;
+
+	/* Values the inits would overwrite. */
+	ASSERT_EQ(0, syncmem_lock(self->rw, &self->o->lock));
+	ASSERT_EQ(0, syncmem_gate_wait(self->rw, &self->o->gate, 0));
+	ASSERT_EQ(0, syncmem_rwlock_rdlock(self->rw, &self->o->rw));
+	lock = self->o->lock;
+	gate = self->o->gate;
+	rw = self->o->rw;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		alarm(60);
+		_exit(read_only_inits(self->ro, self->ro_o));
+	}
+	EXPECT_EQ(0, wait_exit(pid));
+	EXPECT_NE(0, lock.word);
+	EXPECT_EQ(0, memcmp(&lock, &self->o->lock, sizeof(lock)));
+	EXPECT_EQ(0, memcmp(&gate, &self->o->gate, sizeof(gate)));
+	EXPECT_EQ(0, memcmp(&rw, &self->o->rw, sizeof(rw)));
+	EXPECT_EQ(1, syncmem_sem_value(&self->o->sem));
+	EXPECT_EQ(POOL_BLOCKS, syncmem_pool_free_count(self->pool));
+	EXPECT_EQ(0, syncmem_unlock(self->rw, &self->o->lock));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->rw, &self->o->rw));
+	EXPECT_EQ(0, syncmem_gate_signal(self->rw, &self->o->gate));
+}
+
 /* The calling process's owner id, as the kernel issues it. */
 static uint64_t process_owner_id(struct syncmem_region *r)
 {
