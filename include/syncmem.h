@@ -18,7 +18,17 @@
  * that keep changing under a call, are reported as -EUCLEAN ("structure
  * needs cleaning"): such a process can break the object for everyone,
  * nothing more. A call that would write a region mapped read-only
- * (SYNCMEM_RDONLY) returns -EBADF.
+ * (SYNCMEM_RDONLY) returns -EBADF. The void init functions cannot report
+ * it: on memory this process may not write they change nothing, and the
+ * object's next call through its read-only region returns -EBADF.
+ *
+ * Bad pointers: a NULL where an argument must point somewhere is -EINVAL
+ * (so is a misaligned object); functions that return no errno give a
+ * defined result instead (void ones do nothing, the others return 0 or
+ * NULL, as said with each). An object that is not wholly inside the region
+ * passed with it (a region too small for it, or a pointer into another
+ * mapping) is -ERANGE; the words of wait, notify and hand-off are -EINVAL
+ * then, as Atomics-style calls promise.
  */
 #ifndef SYNCMEM_H
 #define SYNCMEM_H
@@ -86,6 +96,7 @@ int syncmem_unlink(const char *name);
 /* Unmap and close; NULL is ignored. */
 void syncmem_close(struct syncmem_region *r);
 
+/* The mapping, its size and the region fd; NULL, 0 and -EINVAL for a NULL @r. */
 void *syncmem_base(const struct syncmem_region *r);
 size_t syncmem_size(const struct syncmem_region *r);
 int syncmem_region_fd(const struct syncmem_region *r);
@@ -166,7 +177,7 @@ int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns);
 /* Pollable fd: readable exactly when syncmem_loop_run_once(loop, 0) has work. */
 int syncmem_loop_fd(struct syncmem_loop *loop);
 
-/* Queued waits whose callbacks have not run yet. */
+/* Queued waits whose callbacks have not run yet (0 for a NULL @loop). */
 size_t syncmem_loop_pending(const struct syncmem_loop *loop);
 
 /*
@@ -281,8 +292,8 @@ void syncmem_pool_detach(struct syncmem_pool *p);
 
 /*
  * A free block's offset from the pool start; 0 when none can be had: the
- * pool is exhausted, or syncmem_pool_alloc_checked() tells why not.
- * Lock-free.
+ * pool is exhausted (or @p is NULL), or syncmem_pool_alloc_checked() tells
+ * why not. Lock-free.
  */
 uint32_t syncmem_pool_alloc(struct syncmem_pool *p);
 
@@ -296,8 +307,8 @@ uint32_t syncmem_pool_alloc(struct syncmem_pool *p);
 int syncmem_pool_alloc_checked(struct syncmem_pool *p, uint32_t *off);
 
 /*
- * Give a block back. -EINVAL for an offset that is not a block of this pool,
- * -EALREADY for a block that is already free (of two racing frees of one
+ * Give a block back. -EINVAL for an offset that is not a block of this pool
+ * (or a NULL @p), -EALREADY for a block that is already free (of two racing frees of one
  * block exactly one succeeds), -EUCLEAN for a corrupted pool (the block may
  * then be lost), -EBADF when mapped read-only. Lock-free.
  */
@@ -383,8 +394,9 @@ int syncmem_pool_holder(const struct syncmem_pool *p, uint32_t off, uint64_t *ho
 int syncmem_pool_reclaim(struct syncmem_pool *p);
 
 /*
- * Free blocks: exact when no alloc or free is in flight. It scans the
- * per-block states (O(nblocks)), which keeps counters off the hot path.
+ * Free blocks: exact when no alloc or free is in flight (0 for a NULL @p).
+ * It scans the per-block states (O(nblocks)), which keeps counters off the
+ * hot path.
  */
 uint32_t syncmem_pool_free_count(const struct syncmem_pool *p);
 
@@ -421,6 +433,10 @@ struct syncmem_lock {
 	uint32_t reserved[12];
 } __attribute__((aligned(64)));
 
+/*
+ * Reset the lock (free, @flags). A NULL @l, or memory this process may not
+ * write (mapped read-only), is left alone.
+ */
 void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
 
 /*
@@ -429,8 +445,8 @@ void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
  * syncmem_lock_consistent()); -ENOTRECOVERABLE: a holder that got
  * -EOWNERDEAD unlocked without making it consistent, it can never be taken
  * again; -ETIMEDOUT (lock_timed); -EDEADLK when this thread already holds
- * it; -EINVAL when @l is not inside @r (or not 8-byte aligned), -EBADF when
- * @r is mapped read-only, -EUCLEAN when its flags hold a value this library
+ * it; -ERANGE when @l is not wholly inside @r, -EINVAL when it is NULL or
+ * not 8-byte aligned, -EBADF when @r is mapped read-only, -EUCLEAN when its flags hold a value this library
  * never writes or its word keeps changing under the call (another process
  * wrote it). Waiters (blocking and async) queue in one FIFO. Uncontended:
  * one CAS each way, no system call (a thread's very first lock fetches its
@@ -501,8 +517,12 @@ struct syncmem_gate {
 
 #define SYNCMEM_GATE_HELD	0x1
 
+/* A NULL @g, or memory this process may not write, is left alone. */
 void syncmem_gate_init(struct syncmem_gate *g, bool open);
-/* With SYNCMEM_GATE_* @flags: 0, or -EINVAL for unknown flags. */
+/*
+ * With SYNCMEM_GATE_* @flags: 0, -EINVAL for unknown flags (or a NULL @g),
+ * -EBADF for memory this process may not write (mapped read-only).
+ */
 int syncmem_gate_init_flags(struct syncmem_gate *g, bool open, uint32_t flags);
 
 /*
@@ -540,7 +560,8 @@ struct syncmem_sem {
 	uint32_t reserved[14];
 } __attribute__((aligned(64)));
 
-int syncmem_sem_init(struct syncmem_sem *s, uint32_t value);	/* -EINVAL > VALUE_MAX */
+/* 0; -EINVAL above SYNCMEM_SEM_VALUE_MAX (or NULL), -EBADF on read-only memory. */
+int syncmem_sem_init(struct syncmem_sem *s, uint32_t value);
 int syncmem_sem_wait(struct syncmem_region *r, struct syncmem_sem *s);
 /* 0 or -ETIMEDOUT. */
 int syncmem_sem_timedwait(struct syncmem_region *r, struct syncmem_sem *s, int64_t timeout_ns);
@@ -550,7 +571,7 @@ int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_sem *s, syncmem_wait_cb cb, void *arg);
 /* 0, or -EOVERFLOW when the count would pass SYNCMEM_SEM_VALUE_MAX. */
 int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s);
-uint32_t syncmem_sem_value(const struct syncmem_sem *s);	/* units available now */
+uint32_t syncmem_sem_value(const struct syncmem_sem *s);	/* units available now; NULL: 0 */
 
 /* ---- Reader-writer lock ------------------------------------------------- */
 
@@ -594,6 +615,7 @@ struct syncmem_rwlock {
 	struct syncmem_rwlock_slot slot[SYNCMEM_RWLOCK_SLOTS];	/* 4 per cache line */
 } __attribute__((aligned(64)));
 
+/* A NULL @rw, or memory this process may not write, is left alone. */
 void syncmem_rwlock_init(struct syncmem_rwlock *rw);
 /*
  * 0; -EOWNERDEAD: a writer died inside its section before the caller passed
@@ -678,7 +700,8 @@ struct syncmem_keytab {
  * exists while someone holds or waits for its key and is reclaimed after.
  * Errors beyond the mutex's: -ENOSPC when all @nentries keys are in use,
  * -E2BIG for a key longer than SYNCMEM_KEY_MAX, -EINVAL for an empty key
- * (or @k not a keyed table in @r), -EBADF on a read-only region, -EUCLEAN
+ * (or @k not a keyed table), -ERANGE for a table not wholly inside @r,
+ * -EBADF on a read-only region, -EUCLEAN
  * when the table holds values this library never writes. Every call
  * checks the table against @r before use. Init and attach follow the pool's
  * rules: -EEXIST for memory already built (or being built by a live
@@ -714,7 +737,10 @@ int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r
 int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
 			  struct syncmem_keyed *k, const void *key, size_t len,
 			  void (*fn)(void *arg), void *arg);
-/* Entries the table holds: keys held, waited for, or kept for their next locker. */
+/*
+ * Entries the table holds: keys held, waited for, or kept for their next
+ * locker (0 for a NULL @k).
+ */
 uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k);
 /* Keys held or waited for (a scan of the table), or -errno. */
 int syncmem_keyed_held(struct syncmem_region *r, struct syncmem_keyed *k);
@@ -747,7 +773,7 @@ typedef int (*syncmem_flight_fn)(void *arg, void *out, size_t cap, size_t *len);
 typedef void (*syncmem_flight_cb)(void *arg, int result, const void *data, size_t len);
 
 size_t syncmem_flight_footprint(uint32_t nentries);
-/* @mem and @pool inside @r; results are stored in @pool's blocks. */
+/* @mem and @pool inside @r (else -ERANGE); results are stored in @pool's blocks. */
 int syncmem_flight_init(struct syncmem_region *r, void *mem, size_t len, uint32_t nentries,
 			struct syncmem_pool *pool, struct syncmem_flight **out);
 int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
@@ -773,7 +799,7 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_flight *f, const void *key, size_t len,
 			    syncmem_flight_fn fn, void *fn_arg, syncmem_flight_cb cb,
 			    void *cb_arg);
-uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive */
+uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive; NULL: 0 */
 
 /* ---- Introspection: object names, waiters and holders -------------------- */
 
@@ -805,8 +831,8 @@ enum {
  * the region until the region is freed, out of reach of whatever a process
  * writes into the region's memory. Naming the same address again replaces
  * the name; @name NULL removes it (@kind and @size are then ignored).
- * 0; -EINVAL (@obj or @size outside @r, unaligned, an unknown @kind, a
- * name empty, longer than SYNCMEM_OBJECT_NAME_MAX or not printable ASCII),
+ * 0; -ERANGE (@obj and @size not wholly inside @r); -EINVAL (NULL,
+ * unaligned, an unknown @kind, a name empty, longer than SYNCMEM_OBJECT_NAME_MAX or not printable ASCII),
  * -EBADF (@r read-only), -ENOSPC (SYNCMEM_OBJECTS_MAX names), -ENOENT
  * (removing a name that is not there), -ENOMEM, -ENOTTY (a module without
  * introspection).
@@ -904,7 +930,11 @@ int syncmem_armed(struct syncmem_region *r, struct syncmem_armed_info *out, size
 
 /* ---- Errors and version ------------------------------------------------- */
 
-/* Text for a negative errno or a SYNCMEM_ result; never NULL. */
+/*
+ * Text for a negative errno or a SYNCMEM_ result; never NULL. For the
+ * errnos of common mistakes (-ENODEV, -EPROTO, -ERANGE, -EBADF, -EINVAL,
+ * -EACCES) it names the likely cause and what to check.
+ */
 const char *syncmem_strerror(int err);
 
 /*
