@@ -39,7 +39,10 @@
  *
  * More processes than slots: a process that finds every slot counting a
  * live process reads while holding the turnstile, excluding writers and
- * other such readers but never the readers counted in slots.
+ * other such readers but never the readers counted in slots. It holds it
+ * as the process (a blocking reader passes as its thread, then names its
+ * process in the word), as it would a share in a slot: any of its threads
+ * may release it.
  *
  * Hostile peers: counts that would pass RW_COUNT_MAX and loops that keep
  * failing are -EUCLEAN; an owner word holds an owner id, so a scribbled one
@@ -621,6 +624,42 @@ static bool turnstile_mine(struct syncmem_rwlock *rw)
 	return h == syncmem__process_owner_cached() && async_hold_take(rw);
 }
 
+/*
+ * A blocking reader that keeps the turnstile for its read section (every
+ * slot counts another live process, or it was told that a writer died
+ * inside) passed it as its thread. Read shares belong to the process: make
+ * the turnstile the process's, as an async reader's is, and record the
+ * hold (@h, from async_hold_new()), so that any thread of the process
+ * releases it, and the process's death, not the thread's, recovers it.
+ * Only the waiters bit can change meanwhile (we hold the word). 0, or
+ * -errno with the turnstile passed on: -EUCLEAN when its word keeps
+ * changing or names someone else (written by a peer).
+ */
+static int turnstile_leave(struct syncmem_region *r, struct syncmem_rwlock *rw);
+
+static int turnstile_to_process(struct syncmem_region *r, struct syncmem_rwlock *rw,
+				struct async_hold *h)
+{
+	int64_t me = syncmem__process_owner(r->fd);
+	uint64_t v = __atomic_load_n(&rw->turnstile.word, __ATOMIC_RELAXED);
+	uint32_t failed = 0;
+
+	for (;;) {
+		if (me < 0 || (v & SYNCMEM_OWNER_ID) != syncmem__cached_owner ||
+		    syncmem__too_many(&failed)) {
+			free(h);
+			turnstile_leave(r, rw);
+			return me < 0 ? (int)me : -EUCLEAN;
+		}
+		if (__atomic_compare_exchange_n(&rw->turnstile.word, &v,
+						(v & ~SYNCMEM_OWNER_ID) | (uint64_t)me, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			break;
+	}
+	async_hold_add(h, rw);
+	return 0;
+}
+
 /* ---- Blocking calls ----------------------------------------------------- */
 
 static __attribute__((noinline)) int reader_try_slow(struct syncmem_region *r,
@@ -651,16 +690,27 @@ static __attribute__((noinline)) int rdlock_slow(struct syncmem_region *r,
 						 bool try)
 {
 	int ret = rw_check(r, rw), died;
+	struct async_hold *h;
 
 	if (ret)
 		return ret;
 	ret = reader_try(r, rw);
 	if (ret)
 		return ret > 0 ? 0 : ret;
+	/* Ready before the turnstile is ours: recording a hold cannot fail. */
+	h = async_hold_new();
+	if (!h)
+		return -ENOMEM;
 	died = turnstile_lock(r, rw, timeout_ns, try);
-	if (died < 0)
+	if (died < 0) {
+		free(h);
 		return died;
+	}
 	ret = reader_through(r, rw, died);
+	if (ret == 1)
+		ret = turnstile_to_process(r, rw, h);	/* reading holding the turnstile */
+	else
+		free(h);
 	return ret < 0 ? ret : taken(died);
 }
 

@@ -672,6 +672,100 @@ TEST_F_TIMEOUT(robust, readers_beyond_the_slots_share_and_dead_slots_are_taken_o
 	EXPECT_EQ(0, sh->rw.closed);
 }
 
+struct rw_arg {
+	struct syncmem_region *r;
+	struct rshared *sh;
+};
+
+static void *unlock_rw(void *arg)
+{
+	struct rw_arg *a = arg;
+
+	return (void *)(intptr_t)syncmem_rwlock_unlock(a->r, &a->sh->rw);
+}
+
+static void *rdlock_rw_and_exit(void *arg)
+{
+	struct rw_arg *a = arg;
+
+	return (void *)(intptr_t)syncmem_rwlock_rdlock(a->r, &a->sh->rw);
+}
+
+/*
+ * Read shares belong to the process, the share of a reader beyond the
+ * slots (which holds the turnstile) too: another thread releases it, and
+ * it outlives the thread that took it. So does the share of a reader told
+ * that a writer died inside.
+ */
+TEST_F_TIMEOUT(robust, a_slotless_read_share_is_the_process_s, 120)
+{
+	enum { N = SYNCMEM_RWLOCK_SLOTS };
+	struct rshared *sh = self->sh;
+	struct rw_arg a = { self->r, sh };
+	_Atomic uint32_t *stop = &sh->got;
+	pid_t pids[N], checker, writer;
+	pthread_t t;
+	void *ret;
+
+	syncmem_rwlock_init(&sh->rw);
+	atomic_store(&sh->ready, 0);
+	atomic_store(stop, 0);
+	for (int i = 0; i < N; i++) {
+		pids[i] = reader_child(self->r, sh, stop);
+		ASSERT_LT(0, pids[i]);
+	}
+	while (atomic_load(&sh->ready) < N)
+		usleep(1000);
+	/* Every slot counts a live process: this thread reads holding the turnstile. */
+	ASSERT_EQ(0, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	ASSERT_NE(0, sh->rw.turnstile.word);
+	ASSERT_EQ(0, pthread_create(&t, NULL, unlock_rw, &a));
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(0, (int)(intptr_t)ret);
+	EXPECT_EQ(0, sh->rw.turnstile.word);
+	EXPECT_EQ(-EPERM, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(N, read_shares(&sh->rw));
+	/* Taken by a thread that exits: the share stays, this thread releases it. */
+	ASSERT_EQ(0, pthread_create(&t, NULL, rdlock_rw_and_exit, &a));
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(0, (int)(intptr_t)ret);
+	checker = fork();
+	ASSERT_LE(0, checker);
+	if (checker == 0)
+		_exit(syncmem_rwlock_trywrlock(self->r, &sh->rw) == -EBUSY &&
+		      syncmem_rwlock_rdlock_timed(self->r, &sh->rw, 50 * MS) == -ETIMEDOUT ? 0 : 1);
+	EXPECT_EQ(0, wait_exit(checker));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+	EXPECT_EQ(0, sh->rw.turnstile.word);
+	atomic_store(stop, 1);
+	for (int i = 0; i < N; i++)
+		EXPECT_EQ(0, wait_exit(pids[i]));
+	EXPECT_EQ(0, read_shares(&sh->rw));
+	/* A writer dies inside: the next reader is told, keeps the turnstile... */
+	atomic_store(&sh->ready, 1);
+	writer = fork();
+	ASSERT_LE(0, writer);
+	if (writer == 0) {
+		if (syncmem_rwlock_wrlock(self->r, &sh->rw))
+			_exit(1);
+		atomic_store(&sh->ready, 0);
+		for (;;)
+			pause();
+	}
+	while (atomic_load(&sh->ready))
+		usleep(1000);
+	kill_and_reap(writer);
+	EXPECT_EQ(-EOWNERDEAD, syncmem_rwlock_rdlock(self->r, &sh->rw));
+	/* ...and another thread of its process lets everyone in again. */
+	ASSERT_EQ(0, pthread_create(&t, NULL, unlock_rw, &a));
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(0, (int)(intptr_t)ret);
+	EXPECT_EQ(0, sh->rw.turnstile.word);
+	EXPECT_EQ(0, sh->rw.closed);
+	EXPECT_EQ(0, syncmem_rwlock_trywrlock(self->r, &sh->rw));
+	EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &sh->rw));
+}
+
 TEST(a_key_whose_holder_died_goes_to_the_next_locker)
 {
 	size_t len = syncmem_keyed_footprint(16);
