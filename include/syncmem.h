@@ -76,7 +76,8 @@ struct syncmem_region;			/* opaque: region fd + mapping */
  * Errors: -EINVAL (bad flags, mode or size; size mismatch), -ENAMETOOLONG,
  * -ENOENT (missing without CREATE), -EEXIST (CREATE|EXCL and it exists),
  * -EACCES (mode/uid/gid forbid it), -E2BIG (size above the module's cap),
- * -ENOSPC (region count cap), -ENOMEM (total bytes cap or no memory),
+ * -EDQUOT (the user's region count or bytes cap), -ENOSPC (region count
+ * cap of the namespace or system), -ENOMEM (total bytes cap or no memory),
  * -ENODEV (module not loaded), -EPROTO (module of another ABI version).
  */
 int syncmem_open(const char *name, size_t size, unsigned flags, mode_t mode,
@@ -188,7 +189,8 @@ size_t syncmem_loop_pending(const struct syncmem_loop *loop);
  * from syncmem_loop_run*() or syncmem_loop_free(), with SYNCMEM_OK,
  * SYNCMEM_TIMED_OUT or -ECANCELED. *@id_out (may be NULL) names the wait for
  * syncmem_wait_cancel(). Errors: -EINVAL (bad address, NULL loop or cb),
- * -EAGAIN (the handle's max_async_waits reached), -ENOMEM.
+ * -EAGAIN (the handle's max_async_waits reached), -EDQUOT (the user's
+ * max_user_async_waits reached), -ENOMEM.
  */
 int syncmem_wait_async32(struct syncmem_loop *loop, struct syncmem_region *r,
 			 const uint32_t *addr, uint32_t expected,
@@ -527,8 +529,10 @@ int syncmem_gate_init_flags(struct syncmem_gate *g, bool open, uint32_t flags);
 
 /*
  * 0 once through (the gate is closed again), or, for a held gate,
- * -EOWNERDEAD: through after its holder died; -ETIMEDOUT; -EUCLEAN for a
- * word no gate holds, -EBADF on a read-only region. A thread may wait on a
+ * -EOWNERDEAD: through after its holder died; -ETIMEDOUT; -EUCLEAN for
+ * flags other than SYNCMEM_GATE_HELD or a word naming
+ * SYNCMEM_OWNER_NOTRECOVERABLE (any other word names some owner: a closed
+ * gate), -EBADF on a read-only region. A thread may wait on a
  * gate it passed (the next signal lets it through again).
  */
 int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t timeout_ns);
@@ -552,11 +556,12 @@ int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
  * the oldest waiter if one is queued, else counts it, so waiters are served
  * in arrival order. Uncontended wait and post make no system call. Every
  * call that writes it returns -EBADF on a read-only region, and -EUCLEAN
- * when the word holds more than SYNCMEM_SEM_VALUE_MAX units or 2^31 waiters
- * or more, or keeps changing under the call.
+ * when the word holds more than SYNCMEM_SEM_VALUE_MAX units or any of bits
+ * 32 to 62 (never written: the high half holds only the waiters mark, bit
+ * 63), or keeps changing under the call.
  */
 struct syncmem_sem {
-	uint64_t word;		/* low 32 bits: units; high 32 bits: waiters */
+	uint64_t word;		/* low 32 bits: units; bit 63: waiters may be queued */
 	uint32_t reserved[14];
 } __attribute__((aligned(64)));
 

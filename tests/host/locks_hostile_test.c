@@ -116,6 +116,11 @@ static int impossible_victim(void *arg)
 	CHECK(syncmem_gate_wait(r, &o->gate, 0) == -EUCLEAN, 21);
 	CHECK(o->gate.word == 0, 22);
 	o->gate.flags = 0;
+	/* Any other word names some owner: a closed gate, not a corrupted one. */
+	o->gate.word = 12345;
+	CHECK(syncmem_gate_wait(r, &o->gate, 0) == -ETIMEDOUT, 24);
+	o->gate.word = 12345;	/* without the waiters bit the wait set: no kernel here */
+	CHECK(syncmem_gate_signal(r, &o->gate) == 0 && o->gate.word == 0, 25);
 
 	/* More units than SYNCMEM_SEM_VALUE_MAX. */
 	o->sem.word = 0x80000000u;
@@ -123,11 +128,17 @@ static int impossible_victim(void *arg)
 	CHECK(syncmem_sem_timedwait(r, &o->sem, 0) == -EUCLEAN, 11);
 	CHECK(syncmem_sem_post(r, &o->sem) == -EUCLEAN, 12);
 	CHECK(o->sem.word == 0x80000000u, 13);
-	/* Bits 32-62, which the library never sets. */
+	/* Bits 32-62, which the library never sets (the high half is no waiter count). */
 	o->sem.word = 0xffffffffull << 32;
 	CHECK(syncmem_sem_timedwait(r, &o->sem, 0) == -EUCLEAN, 14);
 	CHECK(syncmem_sem_post(r, &o->sem) == -EUCLEAN, 15);
 	CHECK(o->sem.word == 0xffffffffull << 32, 16);
+	o->sem.word = (1ull << 32) | 1;
+	CHECK(syncmem_sem_trywait(r, &o->sem) == -EUCLEAN, 26);
+	/* The top bit alone is the waiters mark: a unit is there to take. */
+	o->sem.word = (1ull << 63) | 1;
+	CHECK(syncmem_sem_trywait(r, &o->sem) == 0 && o->sem.word == 1ull << 63, 27);
+	o->sem.word = 0;
 
 	/* A slot of this process counting more shares than a slot may. */
 	o->rw.slot[0].owner = STAND_IN_PROCESS;
