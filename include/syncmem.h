@@ -806,6 +806,126 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    void *cb_arg);
 uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive; NULL: 0 */
 
+/* ---- Web Locks across processes: named locks with modes ----------------- */
+
+/*
+ * A lock manager living in a region, with the model of the Web Locks API
+ * (navigator.locks): a manager scopes a set of names, as an origin does.
+ * Each name has one FIFO queue of requests. A request is granted when it is
+ * at the head of its name's queue and compatible with what is held (any
+ * number of shared holders, or one exclusive holder); consecutive shared
+ * requests at the head are granted together, and an exclusive request
+ * between shared ones keeps its place. A lock belongs to its process (a
+ * Web Locks client is a process): any thread of it may release it.
+ * Documentation/syncmem/locks.rst, "Web Locks", maps each Web Locks concept
+ * to its call.
+ *
+ * Names are byte strings of 1 to SYNCMEM_LOCKS_NAME_MAX bytes; any byte may
+ * appear (NUL included); a name that begins with '-' is reserved.
+ * An uncontended request and release of a name used recently make no
+ * system call. Shared holders of one name in different processes write no
+ * common cache line. Distinct names share no lock.
+ *
+ * Death: a process that dies releases what it holds, and its pending
+ * requests vanish. The first request, waiter or query that meets them
+ * learns of the death from the kernel at once; nobody polls. Only an
+ * exclusive holder's death is reported: the next request granted that name
+ * gets -EOWNERDEAD once, whatever its mode. A shared holder's death is a
+ * silent release.
+ *
+ * Hostile peers: whatever another process writes into the manager, no call
+ * reads or writes outside it, crashes or waits forever; values this library
+ * never writes are reported as -EUCLEAN.
+ */
+#define SYNCMEM_LOCKS_NAME_MAX		1024	/* bytes of one name */
+
+#define SYNCMEM_LOCKS_SHARED		0x1	/* default: exclusive */
+#define SYNCMEM_LOCKS_IF_AVAILABLE	0x2	/* not grantable now: -EBUSY, nothing queued */
+#define SYNCMEM_LOCKS_STEAL		0x4	/* release every holder of the name, grant now */
+
+struct syncmem_locks;			/* a manager in a region (private handle) */
+struct syncmem_held;			/* one granted lock, private to its holder */
+typedef void (*syncmem_held_cb)(void *arg, int result, struct syncmem_held *h);
+
+/*
+ * Bytes a manager needs to hold @max_names names and @max_requests requests
+ * (held and pending together) at once; 0 when impossible (a count of 0,
+ * more than 2^20 names or more than 2^24 requests). A name takes 1472
+ * bytes (its 1024 name bytes, its queue and 16 per-process share
+ * counters), a request 64. Init divides the room as one name per 4
+ * requests: footprint(n, q) is the footprint of max(n, ceil(q / 4)) names
+ * and 4 requests each.
+ */
+size_t syncmem_locks_footprint(uint32_t max_names, uint32_t max_requests);
+
+/*
+ * Build a manager in the @size bytes at @at (64-byte aligned, inside @r),
+ * once, by its creator, and return a handle on it. It holds at least n
+ * names and q requests at once for every (n, q) whose footprint is at most
+ * @size. Errors: -EINVAL (NULL arguments, @at misaligned, the @size bytes
+ * not inside @r, @size below syncmem_locks_footprint(1, 1)), -EBADF (@r is
+ * mapped read-only), -EEXIST (@at holds a manager, or one that a live
+ * creator is building), -ENOMEM. The builder is recorded: a manager whose
+ * builder died part-way is built again by the next init.
+ */
+int syncmem_locks_init(struct syncmem_region *r, void *at, size_t size,
+		       struct syncmem_locks **out);
+
+/*
+ * Use the manager another process built at @at in @r. @r may be mapped
+ * read-only: then syncmem_locks_query() works and every request -EBADF.
+ * Waits while its creator is still building it, at most
+ * SYNCMEM_POOL_ATTACH_WAIT_MS. Errors: -EINVAL (NULL arguments, @at
+ * misaligned or outside @r, or the manager does not fit in @r), -EPROTO
+ * (no manager at @at), -ESRCH (its builder died part-way: init it again),
+ * -ETIMEDOUT, -ENOMEM.
+ */
+int syncmem_locks_attach(struct syncmem_region *r, void *at, struct syncmem_locks **out);
+
+/*
+ * Free the handle, not the manager: other processes go on using it. NULL is
+ * ignored. Release the locks granted through the handle first: their
+ * handles use it.
+ */
+void syncmem_locks_detach(struct syncmem_locks *m);
+
+/*
+ * Request the lock @name (@len bytes) in the mode @flags says, waiting at
+ * most @timeout_ns for it (negative: no limit).
+ * 0: granted; *@out is its handle, for syncmem_locks_release().
+ * -EOWNERDEAD: granted likewise; an exclusive holder of the name died
+ * holding it (the state it guards may be half-written).
+ * -EBUSY: IF_AVAILABLE, and the name is held in a conflicting mode or other
+ * requests of it are queued; nothing was queued.
+ * -ETIMEDOUT: the timeout passed first; the request left the queue. With a
+ * timeout of 0: not grantable at once, and nothing was queued.
+ * -ENOSPC: the manager has no room for the name or for the request.
+ * Bad arguments: -EINVAL (NULL @m, @name or @out, an empty name, a name
+ * that begins with '-', unknown flags, STEAL with IF_AVAILABLE or SHARED),
+ * -ENAMETOOLONG (more than SYNCMEM_LOCKS_NAME_MAX bytes), -EBADF (the
+ * region is mapped read-only). Also -EUCLEAN, -ENOMEM, or an error of the
+ * kernel's (-ENODEV: no module).
+ *
+ * STEAL (exclusive only): every holder of the name loses it at once (its
+ * syncmem_locks_stolen() becomes 1, its release returns -ECONNABORTED) and
+ * the caller is granted it ahead of the queue; the queue keeps its order.
+ * A holder that asks again for a name it holds queues like anyone: an
+ * exclusive request waits for the hold of its own process.
+ */
+int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
+			  unsigned flags, int64_t timeout_ns, struct syncmem_held **out);
+
+/*
+ * Release the lock of @h and free @h, whatever the result. 0;
+ * -ECONNABORTED: it was stolen, and nothing changed; -EPERM: @h is another
+ * process's (the copy a forked child inherited): nothing changed; -EINVAL
+ * (NULL); -EUCLEAN.
+ */
+int syncmem_locks_release(struct syncmem_held *h);
+
+/* 1 once the lock of @h was stolen (its release will return -ECONNABORTED), else 0. */
+int syncmem_locks_stolen(const struct syncmem_held *h);
+
 /* ---- Introspection: object names, waiters and holders -------------------- */
 
 /*
