@@ -987,6 +987,22 @@ static bool name_word(struct locks_req *r, uint64_t id)
 	}
 }
 
+/*
+ * A process id read from the manager, as it is named and matched: an id the
+ * kernel may have issued, else SYNCMEM_OWNER_GONE (dead to the kernel), so
+ * that whatever a peer wrote is recovered like a dead process's.
+ */
+static inline uint64_t norm_id(uint64_t id)
+{
+	return id && id < SYNCMEM_OWNER_NOBODY ? id : SYNCMEM_OWNER_GONE;
+}
+
+/* The process of a slot's owner word (claimed or not); 0 for a free slot. */
+static inline uint64_t slot_id(uint64_t owner)
+{
+	return owner ? norm_id(owner & ~SLOT_CLAIMING) : 0;
+}
+
 /* Is @id alive? 1, 0, or -errno. Ids no library writes count as dead. */
 static int alive(struct syncmem_locks *m, uint64_t id)
 {
@@ -1009,17 +1025,17 @@ static uint64_t blocker(struct syncmem_locks *m, struct locks_cell *c, struct lo
 	struct locks_req *xr = req_at(m, lo32(x));
 
 	if (lo32(x)) {
-		uint64_t id = xr ? LD(&xr->client) : SYNCMEM_OWNER_GONE;
+		uint64_t id = norm_id(xr ? LD(&xr->client) : 0);
 
 		if (id == prefer)
 			return id;
-		first = id ? id : SYNCMEM_OWNER_GONE;
+		first = id;
 	}
 	if (LD(&r->flags) & REQ_SHARED)
 		return first;
 	for (int i = 0; i < LOCKS_SLOTS; i++) {
 		struct locks_slot *s = &c->slot[i];
-		uint64_t v = LDS(&s->count), o = LD(&s->owner) & ~SLOT_CLAIMING;
+		uint64_t v = LDS(&s->count), o = slot_id(LD(&s->owner));
 
 		if (!lo32(v))
 			continue;
@@ -1039,7 +1055,7 @@ static uint64_t blocker(struct syncmem_locks *m, struct locks_cell *c, struct lo
 
 		if (!s)
 			break;
-		id = LD(&s->client);
+		id = norm_id(LD(&s->client));
 		if (id == prefer)
 			return id;
 		if (!first)
@@ -1187,7 +1203,7 @@ static int cell_settle(struct syncmem_locks *m, struct locks_cell *c)
 				return -EUCLEAN;
 			p = req_at(m, LD(&r->prev));
 			if (p) {
-				id = LD(&p->client);
+				id = norm_id(LD(&p->client));
 				if (name_word(r, id)) {
 					ret = alive(m, id);
 					if (ret < 0)
@@ -1224,7 +1240,7 @@ static void recover(struct syncmem_locks *m, struct locks_cell *c, uint64_t dead
 		uint64_t o = LD(&s->owner), v;
 		uint32_t failed = 0;
 
-		if ((o & ~SLOT_CLAIMING) != dead || !CAS(&s->owner, &o, SLOT_NOBODY, __ATOMIC_ACQUIRE))
+		if (!o || slot_id(o) != dead || !CAS(&s->owner, &o, SLOT_NOBODY, __ATOMIC_ACQUIRE))
 			continue;
 		v = LD(&s->count);
 		while (lo32(v) && !CAS(&s->count, &v, mk64(hi32(v), 0), __ATOMIC_SEQ_CST))
@@ -1237,7 +1253,7 @@ static void recover(struct syncmem_locks *m, struct locks_cell *c, uint64_t dead
 	if (lo32(x)) {
 		struct locks_req *xr = req_at(m, lo32(x));
 
-		if (!xr || LD(&xr->client) == dead) {
+		if (norm_id(xr ? LD(&xr->client) : 0) == dead) {
 			bool knew = xr && (LD(&xr->flags) & REQ_PICKED);
 
 			if (CAS(&c->excl, &x, mk64(hi32(x), 0), __ATOMIC_SEQ_CST) && knew) {
@@ -1251,7 +1267,7 @@ static void recover(struct syncmem_locks *m, struct locks_cell *c, uint64_t dead
 		struct locks_req *r = &m->reqs[i];
 		uint32_t st = LD(&r->state);
 
-		if (LD(&r->client) != dead || st == REQ_FREE)
+		if (st == REQ_FREE || norm_id(LD(&r->client)) != dead)
 			continue;
 		if (st == REQ_CACHED || st == REQ_TAKEN) {
 			uint32_t seen = st;
@@ -1262,16 +1278,14 @@ static void recover(struct syncmem_locks *m, struct locks_cell *c, uint64_t dead
 		}
 		if (LD(&r->cell) != ci)
 			continue;
+		/* Out of its list first: a rebuild then leaves it out. */
+		ST(&r->state, (uint32_t)REQ_TAKEN);
 		if (st == REQ_PENDING && req_of(r, c, ci)) {
 			if (list_remove(m, &c->qhead, &c->qtail, r))
 				cell_rebuild(m, c);
-			if (LD(&r->state) != REQ_PENDING)
-				continue;
 		} else if (st == REQ_HELD && (LD(&r->flags) & REQ_SLOW) && req_of(r, c, ci)) {
 			if (list_remove(m, &c->shead, &c->stail, r))
 				cell_rebuild(m, c);
-			if (LD(&r->state) != REQ_HELD)
-				continue;
 		}
 		req_free(m, i);
 	}
@@ -1564,14 +1578,12 @@ static int sweep(struct syncmem_locks *m, bool take_cached)
 	if (used > m->max_names)
 		used = m->max_names;
 	for (uint32_t i = 0; i < m->max_reqs && n < cap; i++) {
-		uint64_t id = LD(&m->reqs[i].client);
-
-		if (LD(&m->reqs[i].state) != REQ_FREE && id)
-			ids[n++] = id;
+		if (LD(&m->reqs[i].state) != REQ_FREE)
+			ids[n++] = norm_id(LD(&m->reqs[i].client));
 	}
 	for (uint32_t i = 0; i < used; i++)
 		for (int k = 0; k < LOCKS_SLOTS && n < cap; k++) {
-			uint64_t o = LD(&m->cells[i].slot[k].owner) & ~SLOT_CLAIMING;
+			uint64_t o = slot_id(LD(&m->cells[i].slot[k].owner));
 
 			if (o && lo32(LD(&m->cells[i].slot[k].count)))
 				ids[n++] = o;
@@ -1595,7 +1607,7 @@ static int sweep(struct syncmem_locks *m, bool take_cached)
 	for (uint32_t i = 0; !ret && i < m->max_reqs; i++) {
 		struct locks_req *r = &m->reqs[i];
 		uint32_t st = LD(&r->state);
-		uint64_t id = LD(&r->client);
+		uint64_t id = norm_id(LD(&r->client));
 		struct locks_cell *c;
 
 		if (st == REQ_FREE)
@@ -1622,15 +1634,15 @@ static int sweep(struct syncmem_locks *m, bool take_cached)
 		bool found = false;
 
 		for (int k = 0; k < LOCKS_SLOTS; k++)
-			if (id_in(dead, nd, LD(&c->slot[k].owner) & ~SLOT_CLAIMING) &&
+			if (id_in(dead, nd, slot_id(LD(&c->slot[k].owner))) &&
 			    lo32(LD(&c->slot[k].count)))
 				found = true;
 		if (!found || cell_lock(m, c))
 			continue;
 		for (int k = 0; k < LOCKS_SLOTS; k++) {
-			uint64_t o = LD(&c->slot[k].owner) & ~SLOT_CLAIMING;
+			uint64_t o = slot_id(LD(&c->slot[k].owner));
 
-			if (id_in(dead, nd, o))
+			if (o && id_in(dead, nd, o))
 				recover(m, c, o);
 		}
 		cell_settle(m, c);
@@ -1830,7 +1842,7 @@ static int blockers_alive(struct syncmem_locks *m, struct locks_cell *c, struct 
 	int ret;
 
 	if (head)
-		id = LD(&head->client);
+		id = norm_id(LD(&head->client));
 	else
 		id = blocker(m, c, r, 0);
 	if (!id)
@@ -1914,7 +1926,7 @@ int syncmem__locks_begin(struct syncmem_locks *m, const struct locks_ask *a, boo
 		struct locks_req *p = req_at(m, LD(&r->prev));
 
 		/* Behind another: it names that one's client; the head is named below. */
-		ST(&r->word, p ? LD(&p->client) : (uint64_t)me);
+		ST(&r->word, p ? norm_id(LD(&p->client)) : (uint64_t)me);
 	}
 	ret = cell_process(m, c, ri);
 	if (ret && LD(&r->state) == REQ_PENDING) {
@@ -2039,9 +2051,10 @@ int syncmem__locks_give_up(struct syncmem_locks *m, uint32_t ri, int err,
 		return take_grant(m, ri, out, died);
 	}
 	if (st == REQ_PENDING) {
+		/* Out of the queue: a rebuild then leaves it out too. */
+		ST(&r->state, (uint32_t)REQ_TAKEN);
 		if (list_remove(m, &c->qhead, &c->qtail, r))
 			cell_rebuild(m, c);
-		ST(&r->state, (uint32_t)REQ_TAKEN);
 		/* The next request is considered at once. */
 		cell_settle(m, c);
 	}
@@ -2088,11 +2101,15 @@ int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 		if (ret)
 			break;
 		w = syncmem__lock_wait(m->r, &m->reqs[ri].word, expect, (uint64_t)me, deadline, 0);
-		if (w == SYNCMEM_WAIT_TIMED_OUT || w < 0) {
+		/* A wait that never sleeps (a death each time) still ends at the deadline. */
+		if (w == SYNCMEM_WAIT_TIMED_OUT || w < 0 ||
+		    (deadline != SYNCMEM_NO_DEADLINE && !syncmem__remaining(deadline))) {
 			ret = syncmem__locks_give_up(m, ri, w < 0 ? w : -ETIMEDOUT, out, &died);
 			break;
 		}
-		if (syncmem__keeps_changing(w, &changed)) {
+		/* Woken by deaths without end: the queue names processes that are not. */
+		if (syncmem__keeps_changing(w == SYNCMEM_WAIT_WOKEN ? 0 : SYNCMEM_WAIT_NOT_EQUAL,
+					    &changed)) {
 			ret = syncmem__locks_give_up(m, ri, -EUCLEAN, out, &died);
 			break;
 		}
