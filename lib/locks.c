@@ -267,12 +267,16 @@ static int handle_new(struct syncmem_region *r, struct locks_header *h,
 	return 0;
 }
 
-/* @at's offset in @r for @len bytes, 64-byte aligned: 0 or -EINVAL. */
+/*
+ * @at's offset in @r for @len bytes, 64-byte aligned: 0 or -EINVAL (api.md
+ * says -EINVAL for a manager outside its region, where other objects say
+ * -ERANGE).
+ */
 static int place(struct syncmem_region *r, void *at, uint64_t len, __u64 *off)
 {
 	if (!r || !at || ((uintptr_t)at & 63))
 		return -EINVAL;
-	return syncmem__object_offset(r, at, len, 64, off);
+	return syncmem__object_offset(r, at, len, 64, off) ? -EINVAL : 0;
 }
 
 int syncmem_locks_init(struct syncmem_region *r, void *at, size_t size,

@@ -39,7 +39,8 @@ static inline size_t bad_args_size(void)
 {
 	return sizeof(struct bad_args_objects) +
 	       syncmem_pool_footprint(64, BAD_ARGS_POOL_BLOCKS) +
-	       2 * syncmem_keyed_footprint(BAD_ARGS_ENTRIES);
+	       2 * syncmem_keyed_footprint(BAD_ARGS_ENTRIES) +
+	       syncmem_locks_footprint(1, 4);
 }
 
 struct bad_args_ctx {
@@ -49,7 +50,8 @@ struct bad_args_ctx {
 	struct syncmem_pool *pool;
 	struct syncmem_keyed *k;
 	struct syncmem_flight *f;
-	uint8_t *pool_mem, *keyed_mem, *flight_mem;
+	struct syncmem_locks *locks;
+	uint8_t *pool_mem, *keyed_mem, *flight_mem, *locks_mem;
 	size_t pool_len, table_len;
 };
 
@@ -62,6 +64,7 @@ static inline int bad_args_build(struct bad_args_ctx *c)
 	c->pool_mem = c->o->tables;
 	c->keyed_mem = c->pool_mem + c->pool_len;
 	c->flight_mem = c->keyed_mem + c->table_len;
+	c->locks_mem = c->flight_mem + c->table_len;
 	syncmem_lock_init(&c->o->lock, 0);
 	syncmem_gate_init(&c->o->gate, true);
 	if (syncmem_sem_init(&c->o->sem, 1))
@@ -74,6 +77,8 @@ static inline int bad_args_build(struct bad_args_ctx *c)
 	if (syncmem_flight_init(c->r, c->flight_mem, c->table_len, BAD_ARGS_ENTRIES, c->pool,
 				&c->f))
 		return 4;
+	if (syncmem_locks_init(c->r, c->locks_mem, syncmem_locks_footprint(1, 4), &c->locks))
+		return 5;
 	return 0;
 }
 
@@ -385,6 +390,27 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	X("syncmem_flight_do_async(cb)", 1, -EINVAL, syncmem_flight_do_async(BA_L, BA_R, c->f, \
 	  "k", 1, bad_args_flight_fn, NULL, NULL, NULL)) \
 	X("syncmem_flight_in_flight(f)", 0, 0, BA_LONG(syncmem_flight_in_flight(NULL))) \
+	/* Web Locks */ \
+	X("syncmem_locks_init(r)", 0, -EINVAL, syncmem_locks_init(NULL, c->locks_mem, \
+	  syncmem_locks_footprint(1, 4), &(struct syncmem_locks *){ NULL })) \
+	X("syncmem_locks_init(at)", 0, -EINVAL, syncmem_locks_init(BA_R, NULL, \
+	  syncmem_locks_footprint(1, 4), &(struct syncmem_locks *){ NULL })) \
+	X("syncmem_locks_init(out)", 0, -EINVAL, syncmem_locks_init(BA_R, c->locks_mem, \
+	  syncmem_locks_footprint(1, 4), NULL)) \
+	X("syncmem_locks_attach(r)", 0, -EINVAL, \
+	  syncmem_locks_attach(NULL, c->locks_mem, &(struct syncmem_locks *){ NULL })) \
+	X("syncmem_locks_attach(at)", 0, -EINVAL, \
+	  syncmem_locks_attach(BA_R, NULL, &(struct syncmem_locks *){ NULL })) \
+	X("syncmem_locks_attach(out)", 0, -EINVAL, syncmem_locks_attach(BA_R, c->locks_mem, NULL)) \
+	X("syncmem_locks_detach(m)", 0, 0, BA_VOID(syncmem_locks_detach(NULL))) \
+	X("syncmem_locks_request(m)", 0, -EINVAL, \
+	  syncmem_locks_request(NULL, "n", 1, 0, 0, &(struct syncmem_held *){ NULL })) \
+	X("syncmem_locks_request(name)", 0, -EINVAL, \
+	  syncmem_locks_request(c->locks, NULL, 1, 0, 0, &(struct syncmem_held *){ NULL })) \
+	X("syncmem_locks_request(out)", 0, -EINVAL, \
+	  syncmem_locks_request(c->locks, "n", 1, 0, 0, NULL)) \
+	X("syncmem_locks_release(h)", 0, -EINVAL, syncmem_locks_release(NULL)) \
+	X("syncmem_locks_stolen(h)", 0, 0, syncmem_locks_stolen(NULL)) \
 	/* Introspection */ \
 	X("syncmem_name_object(r)", 0, -EINVAL, \
 	  syncmem_name_object(NULL, &BA_O->lock, 64, SYNCMEM_OBJ_LOCK, "l")) \
