@@ -160,18 +160,28 @@ int syncmem_loop_new(struct syncmem_loop **out);
 
 /*
  * Cancel every pending wait, run the callbacks of all of them (their real
- * result if they completed first, else -ECANCELED) and free the loop. Not
- * from inside one of its callbacks. NULL is ignored.
+ * result if they completed first, else -ECANCELED) and free the loop. From
+ * the moment it begins, a call that would queue work on the loop (every
+ * call taking it but syncmem_loop_free(), syncmem_loop_fd(),
+ * syncmem_loop_pending() and syncmem_wait_cancel()) returns -ECANCELED at
+ * once and takes nothing. A callback may free its own loop: the run that
+ * called it then returns, and the memory goes as that run returns. NULL
+ * is ignored.
  */
 void syncmem_loop_free(struct syncmem_loop *loop);
 
-/* Run callbacks until nothing is pending; 0 or a negative errno. */
+/*
+ * Run callbacks until nothing is pending; 0 or a negative errno. A
+ * callback may run its loop again: every callback is taken off its queue
+ * before it is called, so each runs exactly once.
+ */
 int syncmem_loop_run(struct syncmem_loop *loop);
 
 /*
  * Wait up to @timeout_ns (0: do not wait; negative: no limit) for
  * completions, run the callbacks that are ready, return how many ran. With
- * nothing pending it returns 0 at once.
+ * nothing pending it returns 0 at once. From a callback, as
+ * syncmem_loop_run(); -ECANCELED once syncmem_loop_free() began.
  */
 int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns);
 

@@ -150,6 +150,10 @@ int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
 
 	if (!loop || !cb)
 		return -EINVAL;
+	/* Before anything is taken: a loop being freed could not deliver it. */
+	ret = syncmem__loop_check(loop);
+	if (ret)
+		return ret;
 	op = malloc(sizeof(*op));
 	if (!op)
 		return -ENOMEM;

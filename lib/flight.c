@@ -433,6 +433,10 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 
 	if (!loop || !fn || !cb)
 		return -EINVAL;
+	/* Before a flight is joined or led: a loop being freed could not deliver it. */
+	ret = syncmem__loop_check(loop);
+	if (ret)
+		return ret;
 	op = malloc(sizeof(*op));
 	if (!op)
 		return -ENOMEM;

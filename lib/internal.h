@@ -157,6 +157,14 @@ int syncmem__handoff(struct syncmem_region *r, void *addr, uint32_t width,
 		     uint64_t value, uint32_t flags);
 
 /*
+ * May @loop queue work? 0; -EINVAL (NULL), -EBADFD (in a process forked
+ * from its maker), -ECANCELED (syncmem_loop_free() began: a callback it
+ * runs is calling). Every call that takes something before it queues its
+ * callback asks first, so that it takes nothing it could not deliver.
+ */
+int syncmem__loop_check(const struct syncmem_loop *loop);
+
+/*
  * Run cb(arg, @result) later from the loop: queued in the loop, or through
  * the kernel handle once the program asked for syncmem_loop_fd().
  */

@@ -747,6 +747,10 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		return ret;
 	if (!loop || (!cb && !fn))
 		return -EINVAL;
+	/* Before an entry is taken: a loop being freed could not deliver it. */
+	ret = syncmem__loop_check(loop);
+	if (ret)
+		return ret;
 	op = malloc(sizeof(*op));
 	if (!op)
 		return -ENOMEM;

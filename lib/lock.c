@@ -630,6 +630,10 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		return -EINVAL;
 	if (!lock_valid(r, l))
 		return lock_invalid(r, l);
+	/* Before the lock is taken: a loop being freed could not deliver it. */
+	ret = syncmem__loop_check(loop);
+	if (ret)
+		return ret;
 	id = syncmem__process_owner(r->fd);
 	if (id < 0)
 		return (int)id;

@@ -10,6 +10,16 @@
  * runs their callbacks. Callbacks run only from syncmem_loop_run*() and
  * syncmem_loop_free(), never from the call that queued the wait.
  *
+ * A callback may call the loop again. Every callback is taken off its
+ * queue (the loop's own, or the records read from the handle, which the
+ * loop keeps) before it runs, so a syncmem_loop_run*() from inside a
+ * callback runs the next ones and never the same one twice. Once
+ * syncmem_loop_free() has begun, every call that would queue work (or
+ * run the loop) is -ECANCELED before it takes anything: the callbacks
+ * free runs cannot leave a callback behind that would never run. A free
+ * from inside a callback runs what is pending as any free does; the
+ * loop's memory goes when the outermost call running callbacks returns.
+ *
  * A call that completes at once (a lock taken on the spot) queues its
  * callback in the loop's own memory, with no system call: the next
  * syncmem_loop_run_once() runs it, and makes no system call either when
@@ -52,6 +62,9 @@ struct loop_due {
 
 struct syncmem_loop {
 	struct io_uring ring;
+	/* Records read from the handle whose callbacks have not run: [rec_head, rec_count). */
+	struct syncmem_completion recs[LOOP_BATCH];
+	size_t rec_head, rec_count;
 	int handle;		/* /dev/syncmem, O_NONBLOCK */
 	int efd;		/* the kernel signals it; io_uring reads it */
 	uint64_t efd_value;	/* target of the armed read */
@@ -61,6 +74,12 @@ struct syncmem_loop {
 	uint32_t process;	/* syncmem__process_gen() of its maker */
 	struct loop_due *due;	/* FIFO: [due_head, due_count) still to run */
 	size_t due_head, due_count, due_cap;
+	uint64_t due_queued;	/* callbacks ever queued in due, */
+	uint64_t due_taken;	/* and ever taken off it */
+	unsigned int depth;	/* syncmem_loop_run*() calls under way, nested */
+	bool closing;		/* syncmem_loop_free() began: nothing new is queued */
+	bool freeing;		/* syncmem_loop_free() is running the callbacks */
+	bool free_deferred;	/* freed from a callback: the outermost run frees it */
 	bool fd_given;		/* syncmem_loop_fd() was called: post through the kernel */
 };
 
@@ -70,6 +89,23 @@ static int loop_usable(const struct syncmem_loop *loop)
 	if (!loop)
 		return -EINVAL;
 	return loop->process == syncmem__process_gen() ? 0 : -EBADFD;
+}
+
+int syncmem__loop_check(const struct syncmem_loop *loop)
+{
+	int err = loop_usable(loop);
+
+	return err ? err : loop->closing ? -ECANCELED : 0;
+}
+
+/*
+ * Must a run stop after the callback that just returned? When that
+ * callback freed the loop, or forked and returned in the child (which
+ * must not read the parent's records).
+ */
+static bool loop_stopped(const struct syncmem_loop *loop)
+{
+	return (loop->closing && !loop->freeing) || loop_usable(loop);
 }
 
 int syncmem_loop_new(struct syncmem_loop **out)
@@ -168,30 +204,42 @@ static int user_result(int result)
 	}
 }
 
-/* Read the handle's completion records and run their callbacks. */
+/*
+ * Run the callbacks of the handle's completion records: first those read
+ * already (by a call this one runs inside), then as many as the handle
+ * gives. Each record is taken off before its callback runs. The number
+ * run, or -errno when the read failed before any ran.
+ */
 static int dispatch(struct syncmem_loop *loop)
 {
-	struct syncmem_completion recs[LOOP_BATCH];
+	bool more = true;	/* the last read filled the buffer */
 	int ran = 0;
 
 	for (;;) {
-		ssize_t n = read(loop->handle, recs, sizeof(recs));
+		ssize_t n;
 
+		while (loop->rec_head < loop->rec_count) {
+			struct syncmem_completion rec = loop->recs[loop->rec_head++];
+			struct idmap_entry e;
+
+			if (!syncmem__idmap_remove(&loop->pending, rec.user_data, &e))
+				continue;	/* not ours, or already run with -ECANCELED by a free */
+			e.cb(e.arg, e.raw ? rec.result : user_result(rec.result));
+			ran++;
+			if (loop_stopped(loop))
+				return ran;
+		}
+		if (!more)
+			return ran;
+		n = read(loop->handle, loop->recs, sizeof(loop->recs));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return (errno == EAGAIN || ran) ? ran : -errno;
 		}
-		for (size_t i = 0; i < (size_t)n / sizeof(recs[0]); i++) {
-			struct idmap_entry e;
-
-			if (!syncmem__idmap_remove(&loop->pending, recs[i].user_data, &e))
-				continue;	/* not ours: cannot happen */
-			e.cb(e.arg, e.raw ? recs[i].result : user_result(recs[i].result));
-			ran++;
-		}
-		if ((size_t)n < sizeof(recs))
-			return ran;
+		loop->rec_head = 0;
+		loop->rec_count = (size_t)n / sizeof(loop->recs[0]);
+		more = (size_t)n == sizeof(loop->recs);
 	}
 }
 
@@ -203,23 +251,35 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Take the oldest due callback off the queue into *@d: false when none. */
+static bool due_pop(struct syncmem_loop *loop, struct loop_due *d)
+{
+	if (loop->due_head == loop->due_count)
+		return false;
+	*d = loop->due[loop->due_head++];
+	loop->due_taken++;
+	if (loop->due_head == loop->due_count)
+		loop->due_head = loop->due_count = 0;
+	return true;
+}
+
 /*
  * Run the callbacks queued without the kernel before this call; those
- * their callbacks queue run next time. The number run.
+ * their callbacks queue run next time. Each is taken off the queue before
+ * it runs (a callback may run the loop itself). The number run.
  */
 static int run_due(struct syncmem_loop *loop)
 {
-	size_t end = loop->due_count;
+	uint64_t end = loop->due_queued;
+	struct loop_due d;
 	int ran = 0;
 
-	while (loop->due_head < end) {
-		struct loop_due d = loop->due[loop->due_head++];
-
+	while (loop->due_taken < end && due_pop(loop, &d)) {
 		d.cb(d.arg, d.result);
 		ran++;
+		if (loop_stopped(loop))
+			break;
 	}
-	if (loop->due_head == loop->due_count)
-		loop->due_head = loop->due_count = 0;
 	return ran;
 }
 
@@ -232,21 +292,31 @@ static int run_due(struct syncmem_loop *loop)
  */
 static bool records_may_wait(struct syncmem_loop *loop)
 {
+	/* Read by a call that runs a callback that runs the loop again. */
+	if (loop->rec_head < loop->rec_count)
+		return true;
 	reap_ready(loop);
 	return !loop->read_armed;
 }
 
-int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
+static void loop_release(struct syncmem_loop *loop);
+
+/* A call that ran callbacks returns: the last one out frees a loop freed from a callback. */
+static int loop_leave(struct syncmem_loop *loop, int ret)
+{
+	if (!--loop->depth && loop->free_deferred)
+		loop_release(loop);
+	return ret;
+}
+
+static int run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 {
 	uint64_t deadline = 0;
 	int ran = 0, due, err;
 
-	err = loop_usable(loop);
-	if (err)
-		return err;
 	due = run_due(loop);
 	/* Only completions of our own: nothing to ask the kernel. */
-	if (due && !loop->pending.count)
+	if ((due && !loop->pending.count) || loop_stopped(loop))
 		return due;
 	if (records_may_wait(loop))
 		ran = dispatch(loop);
@@ -286,19 +356,30 @@ int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 	}
 }
 
-int syncmem_loop_run(struct syncmem_loop *loop)
+int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns)
 {
-	int err = loop_usable(loop);
+	int err = syncmem__loop_check(loop);
 
 	if (err)
 		return err;
-	while (loop->pending.count || loop->due_count) {
-		int ret = syncmem_loop_run_once(loop, SYNCMEM_FOREVER);
+	loop->depth++;
+	return loop_leave(loop, run_once(loop, timeout_ns));
+}
 
+int syncmem_loop_run(struct syncmem_loop *loop)
+{
+	int ret = syncmem__loop_check(loop);
+
+	if (ret)
+		return ret;
+	loop->depth++;
+	while (!loop_stopped(loop) && (loop->pending.count || loop->due_count > loop->due_head)) {
+		ret = run_once(loop, SYNCMEM_FOREVER);
 		if (ret < 0)
-			return ret;
+			break;
+		ret = 0;
 	}
-	return 0;
+	return loop_leave(loop, ret);
 }
 
 static int post_to_kernel(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
@@ -313,7 +394,7 @@ int syncmem_loop_fd(struct syncmem_loop *loop)
 	 * now on every completion is one, those queued so far included
 	 * (one that cannot be posted still runs at the next run_once).
 	 */
-	if (!loop->fd_given && !loop_usable(loop)) {
+	if (!loop->fd_given && !syncmem__loop_check(loop)) {
 		loop->fd_given = true;
 		while (loop->due_head < loop->due_count) {
 			struct loop_due *d = &loop->due[loop->due_head];
@@ -321,6 +402,7 @@ int syncmem_loop_fd(struct syncmem_loop *loop)
 			if (post_to_kernel(loop, d->cb, d->arg, d->result))
 				break;
 			loop->due_head++;
+			loop->due_taken++;
 		}
 		if (loop->due_head == loop->due_count)
 			loop->due_head = loop->due_count = 0;
@@ -349,7 +431,7 @@ static int wait_async_flags(struct syncmem_loop *loop, struct syncmem_region *r,
 
 	if (!cb)
 		return -EINVAL;
-	ret = loop_usable(loop);
+	ret = syncmem__loop_check(loop);
 	if (ret)
 		return ret;
 	ret = syncmem__word_offset(r, addr, width, &w.offset);
@@ -385,7 +467,7 @@ int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r
 			     void *arg)
 {
 	int64_t id;
-	int err = loop_usable(loop);
+	int err = syncmem__loop_check(loop);
 
 	if (err)
 		return err;
@@ -410,13 +492,14 @@ static int queue_due(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg, i
 		loop->due_cap = cap;
 	}
 	loop->due[loop->due_count++] = (struct loop_due){ .cb = cb, .arg = arg, .result = result };
+	loop->due_queued++;
 	return 0;
 }
 
 int syncmem__loop_post(struct syncmem_loop *loop, syncmem_wait_cb cb, void *arg,
 		       int result)
 {
-	int ret = loop_usable(loop);
+	int ret = syncmem__loop_check(loop);
 
 	if (ret)
 		return ret;
@@ -475,14 +558,27 @@ int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id)
 	return syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &c);
 }
 
+static void loop_release(struct syncmem_loop *loop)
+{
+	close(loop->handle);
+	close(loop->efd);
+	io_uring_queue_exit(&loop->ring);
+	syncmem__idmap_free(&loop->pending);
+	free(loop->due);
+	free(loop);
+}
+
 void syncmem_loop_free(struct syncmem_loop *loop)
 {
 	struct syncmem_cancel all = { .flags = SYNCMEM_CANCEL_ALL };
 	struct idmap_entry e;
 	int idle = 0;
 
-	if (!loop)
+	/* A callback of this very free: it is being freed already. */
+	if (!loop || loop->closing)
 		return;
+	/* From here on, calls from the callbacks below queue nothing (-ECANCELED). */
+	loop->closing = true;
 	/*
 	 * Cancel what is still queued, then collect every record: waits that
 	 * completed first report their real result (a hand-off must not be
@@ -492,14 +588,16 @@ void syncmem_loop_free(struct syncmem_loop *loop)
 	if (loop_usable(loop)) {
 		syncmem__idmap_free(&loop->pending);
 	} else {
+		loop->freeing = true;
 		/* Completed already: their real results, as the kernel's records below. */
-		while (loop->due_head < loop->due_count)
-			run_due(loop);
+		while (run_due(loop))
+			;
 		syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &all);
 	}
 	while (loop->pending.count && idle < 10) {
 		struct pollfd p = { .fd = loop->handle, .events = POLLIN };
 
+		/* Records read by a run this free was called from go first. */
 		if (dispatch(loop) > 0)
 			continue;
 		/* A completion in flight on another CPU lands within moments. */
@@ -508,10 +606,11 @@ void syncmem_loop_free(struct syncmem_loop *loop)
 	}
 	while (syncmem__idmap_pop(&loop->pending, &e))
 		e.cb(e.arg, -ECANCELED);
-	close(loop->handle);
-	close(loop->efd);
-	io_uring_queue_exit(&loop->ring);
-	syncmem__idmap_free(&loop->pending);
-	free(loop->due);
-	free(loop);
+	loop->freeing = false;
+	/* From a callback: the run it came from still uses the loop, and frees it. */
+	if (loop->depth) {
+		loop->free_deferred = true;
+		return;
+	}
+	loop_release(loop);
 }

@@ -1071,6 +1071,8 @@ int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region
 	if (!loop || !cb)
 		return -EINVAL;
 	ret = rw_check(r, rw);
+	if (!ret)
+		ret = syncmem__loop_check(loop);	/* before a share is taken */
 	if (ret)
 		return ret;
 	ret = reader_try(r, rw);
@@ -1101,6 +1103,8 @@ int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region
 	if (!loop || !cb)
 		return -EINVAL;
 	ret = rw_check(r, rw);
+	if (!ret)
+		ret = syncmem__loop_check(loop);	/* before the writer is announced */
 	if (ret)
 		return ret;
 	op = rw_op_new(loop, r, rw, cb, arg);

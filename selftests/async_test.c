@@ -329,6 +329,251 @@ TEST_F(async, a_forked_child_cannot_use_or_cancel_its_parents_loop)
 	EXPECT_EQ(SYNCMEM_OK, done.result);
 }
 
+
+/* Objects the tests below take from callbacks, past the words at 4 KiB. */
+struct loop_objects {
+	struct syncmem_lock locks[4];
+	struct syncmem_gate gate;
+	struct syncmem_sem sem;
+	struct syncmem_rwlock rw;
+};
+
+static struct loop_objects *loop_objects(struct shared *sh)
+{
+	struct loop_objects *o = (struct loop_objects *)((char *)sh + 4096);
+
+	memset(o, 0, sizeof(*o));
+	syncmem_gate_init(&o->gate, true);
+	syncmem_sem_init(&o->sem, 1);
+	syncmem_rwlock_init(&o->rw);
+	return o;
+}
+
+/* A callback that runs its own loop again, or frees it. */
+enum { REENTER_RUN_ONCE, REENTER_RUN, REENTER_FREE };
+
+struct reenter {
+	struct syncmem_loop *loop;
+	struct syncmem_region *r;
+	struct syncmem_lock *l;		/* held when it is called: unlocked first */
+	int how;
+	int calls;
+	int inner;			/* what the inner call returned */
+};
+
+static void reenter_cb(void *arg, int result)
+{
+	struct reenter *re = arg;
+
+	re->calls++;
+	if (re->l && !result)
+		syncmem_unlock(re->r, re->l);
+	switch (re->how) {
+	case REENTER_RUN_ONCE:
+		re->inner = syncmem_loop_run_once(re->loop, 0);
+		break;
+	case REENTER_RUN:
+		re->inner = syncmem_loop_run(re->loop);
+		break;
+	case REENTER_FREE:
+		syncmem_loop_free(re->loop);
+		break;
+	}
+}
+
+/* Records its calls and unlocks the lock it was given. */
+struct unlocker {
+	struct syncmem_region *r;
+	struct syncmem_lock *l;
+	struct cb_slot s;
+	int unlocked;
+};
+
+static void unlock_cb(void *arg, int result)
+{
+	struct unlocker *u = arg;
+
+	record_cb(&u->s, result);
+	if (!result)
+		u->unlocked = syncmem_unlock(u->r, u->l);
+}
+
+static void count_fn(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/*
+ * A callback that runs the loop (run_once, run) runs the callbacks after
+ * it, once each: never itself or an earlier one again (the lock ops of
+ * those were freed once they ran).
+ */
+TEST_F(async, a_callback_that_runs_its_loop_runs_no_callback_twice)
+{
+	struct loop_objects *o = loop_objects(self->sh);
+
+	for (int how = REENTER_RUN_ONCE; how <= REENTER_RUN; how++) {
+		struct reenter re = { self->loop, self->r, &o->locks[0], how, 0, 0 };
+		struct unlocker u = { self->r, &o->locks[2], { 0 }, 1 };
+		struct cb_slot w = { 0 };
+		int runs = 0;
+
+		/* Free locks, taken at once: three callbacks due in the loop. */
+		ASSERT_EQ(0, syncmem_lock_async(self->loop, self->r, &o->locks[0], reenter_cb, &re));
+		ASSERT_EQ(0, syncmem_execute_locked(self->loop, self->r, &o->locks[1], count_fn,
+						    &runs));
+		ASSERT_EQ(0, syncmem_lock_async(self->loop, self->r, &o->locks[2], unlock_cb, &u));
+		EXPECT_LE(1, syncmem_loop_run_once(self->loop, 0));
+		EXPECT_EQ(1, re.calls);
+		EXPECT_EQ(how == REENTER_RUN_ONCE ? 2 : 0, re.inner);
+		EXPECT_EQ(1, runs);
+		EXPECT_EQ(1, u.s.calls);
+		EXPECT_EQ(0, u.unlocked);
+		EXPECT_EQ(0, syncmem_loop_pending(self->loop));
+		for (int i = 0; i < 3; i++)
+			EXPECT_EQ(0, o->locks[i].word);
+
+		/* Completions from the kernel likewise: two waits woken at once. */
+		re = (struct reenter){ self->loop, self->r, NULL, how, 0, 0 };
+		ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word,
+								0, SYNCMEM_FOREVER, reenter_cb, &re,
+								NULL));
+		ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(self->loop, self->r, &self->sh->word,
+								0, SYNCMEM_FOREVER, record_cb, &w,
+								NULL));
+		ASSERT_EQ(2, syncmem_notify(self->r, &self->sh->word, 2));
+		EXPECT_LE(1, syncmem_loop_run_once(self->loop, 5000000000LL));
+		EXPECT_EQ(1, re.calls);
+		EXPECT_EQ(1, w.calls);
+		EXPECT_EQ(SYNCMEM_OK, w.result);
+		EXPECT_EQ(0, syncmem_loop_pending(self->loop));
+	}
+}
+
+/*
+ * A callback may free its loop: the free runs the other callbacks
+ * (-ECANCELED) as any free does, and the loop's memory goes when the run
+ * that called the callback returns.
+ */
+TEST_F(async, a_callback_may_free_its_loop)
+{
+	struct loop_objects *o = loop_objects(self->sh);
+
+	for (int from_due = 0; from_due < 2; from_due++) {
+		struct syncmem_loop *loop;
+		struct reenter re = { .how = REENTER_FREE };
+		struct cb_slot other = { 0 };
+		int runs = 0;
+
+		ASSERT_EQ(0, syncmem_loop_new(&loop));
+		re.loop = loop;
+		if (from_due) {
+			re.r = self->r;
+			re.l = &o->locks[0];
+			ASSERT_EQ(0, syncmem_lock_async(loop, self->r, &o->locks[0], reenter_cb, &re));
+			/* Due after it: run by the free, with its real result. */
+			ASSERT_EQ(0, syncmem_execute_locked(loop, self->r, &o->locks[1], count_fn,
+							    &runs));
+		} else {
+			ASSERT_EQ(SYNCMEM_PENDING,
+				  syncmem_wait_async32(loop, self->r, &self->sh->word, 0,
+						       SYNCMEM_FOREVER, reenter_cb, &re, NULL));
+			ASSERT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+		}
+		ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(loop, self->r, &self->sh->word2, 0,
+								SYNCMEM_FOREVER, record_cb, &other,
+								NULL));
+		EXPECT_LE(1, syncmem_loop_run_once(loop, 5000000000LL));
+		EXPECT_EQ(1, re.calls);
+		EXPECT_EQ(1, other.calls);
+		EXPECT_EQ(-ECANCELED, other.result);
+		EXPECT_EQ(from_due, runs);
+		EXPECT_EQ(0, region_waiters(self->r));
+		EXPECT_EQ(0, o->locks[0].word);
+		EXPECT_EQ(0, o->locks[1].word);
+	}
+}
+
+/* What callbacks that syncmem_loop_free() runs try to start, and get. */
+struct during_free {
+	struct syncmem_loop *loop;
+	struct syncmem_region *r;
+	struct shared *sh;
+	struct loop_objects *o;
+	struct cb_slot s;
+	struct cb_slot late[8];		/* the callbacks of what they started */
+	int ret[10];
+	int runs;
+};
+
+static void during_free_cb(void *arg, int result)
+{
+	struct during_free *df = arg;
+	struct syncmem_loop *loop = df->loop;
+	struct syncmem_region *r = df->r;
+	struct loop_objects *o = df->o;
+	int i = 0;
+
+	record_cb(&df->s, result);
+	/* Each would take a free object at once, or queue a wait. */
+	df->ret[i++] = syncmem_lock_async(loop, r, &o->locks[0], record_cb, &df->late[0]);
+	df->ret[i++] = syncmem_execute_locked(loop, r, &o->locks[1], count_fn, &df->runs);
+	df->ret[i++] = syncmem_gate_wait_async(loop, r, &o->gate, record_cb, &df->late[1]);
+	df->ret[i++] = syncmem_sem_wait_async(loop, r, &o->sem, record_cb, &df->late[2]);
+	df->ret[i++] = syncmem_rwlock_rdlock_async(loop, r, &o->rw, record_cb, &df->late[3]);
+	df->ret[i++] = syncmem_rwlock_wrlock_async(loop, r, &o->rw, record_cb, &df->late[4]);
+	df->ret[i++] = syncmem_wait_async32(loop, r, &df->sh->word2, 0, SYNCMEM_FOREVER,
+					    record_cb, &df->late[5], NULL);
+	df->ret[i++] = syncmem_loop_run_once(loop, 0);
+	df->ret[i++] = syncmem_loop_run(loop);
+	syncmem_loop_free(loop);	/* freed already: nothing happens */
+	df->ret[i++] = 0;
+}
+
+/*
+ * The callbacks that syncmem_loop_free() runs cannot start anything whose
+ * callback would never run: each call is -ECANCELED and takes nothing.
+ */
+TEST_F(async, callbacks_run_by_loop_free_start_nothing)
+{
+	struct during_free df = { .r = self->r, .sh = self->sh, .o = loop_objects(self->sh) };
+
+	for (int completed = 0; completed < 2; completed++) {
+		memset(df.late, 0, sizeof(df.late));
+		memset(&df.s, 0, sizeof(df.s));
+		df.runs = 0;
+		ASSERT_EQ(0, syncmem_loop_new(&df.loop));
+		/* Cancelled by the free, or completed before it (its real result). */
+		ASSERT_EQ(SYNCMEM_PENDING, syncmem_wait_async32(df.loop, self->r, &self->sh->word, 0,
+								SYNCMEM_FOREVER, during_free_cb, &df,
+								NULL));
+		if (completed)
+			ASSERT_EQ(1, syncmem_notify(self->r, &self->sh->word, 1));
+		syncmem_loop_free(df.loop);
+		EXPECT_EQ(1, df.s.calls);
+		EXPECT_EQ(completed ? SYNCMEM_OK : -ECANCELED, df.s.result);
+		for (int call = 0; call < 9; call++) {
+			EXPECT_EQ(-ECANCELED, df.ret[call]) {
+				TH_LOG("call %d", call);
+			}
+		}
+		for (int call = 0; call < 8; call++)
+			EXPECT_EQ(0, df.late[call].calls);
+		EXPECT_EQ(0, df.runs);
+		/* Nothing taken, nothing queued. */
+		EXPECT_EQ(0, df.o->locks[0].word);
+		EXPECT_EQ(0, df.o->locks[1].word);
+		EXPECT_EQ(0, syncmem_trylock(self->r, &df.o->locks[0]));
+		EXPECT_EQ(0, syncmem_unlock(self->r, &df.o->locks[0]));
+		EXPECT_EQ(0, syncmem_gate_wait(self->r, &df.o->gate, 0));
+		EXPECT_EQ(0, syncmem_gate_signal(self->r, &df.o->gate));
+		EXPECT_EQ(1, syncmem_sem_value(&df.o->sem));
+		EXPECT_EQ(0, syncmem_rwlock_trywrlock(self->r, &df.o->rw));
+		EXPECT_EQ(0, syncmem_rwlock_unlock(self->r, &df.o->rw));
+		EXPECT_EQ(0, region_waiters(self->r));
+	}
+}
+
 static void noop_cb(void *arg, int result)
 {
 	(void)arg;
