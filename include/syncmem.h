@@ -500,12 +500,30 @@ int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
 
 /*
- * Acquire asynchronously, run fn(arg) from the loop, release.
- * After a dead holder fn runs all the same; unless it calls
- * syncmem_lock_consistent() the lock is not recoverable afterwards.
+ * Acquire asynchronously, run fn(arg) from the loop, release. 0 at once
+ * (fn runs later), or an error before anything is queued, as
+ * syncmem_lock_async(). After a dead holder fn runs all the same, and
+ * syncmem_execute_result() tells it so (-EOWNERDEAD). A fn that asked
+ * repairs the data and calls syncmem_lock_consistent(), or the lock is
+ * not recoverable once fn returns (as after an unlock). A fn that did not
+ * ask was not told: the lock is then left as a dead holder's, and its
+ * next acquirer gets -EOWNERDEAD. When the lock cannot be taken
+ * (-ENOTRECOVERABLE, the loop freed first, ...) fn does not run.
  */
 int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_lock *l, void (*fn)(void *arg), void *arg);
+
+/*
+ * From inside the function of an execute-style call (fn of
+ * syncmem_execute_locked() and syncmem_keyed_execute(), a single-flight
+ * leader's function), on the thread running it: 0, or -EOWNERDEAD when
+ * what fn runs under (the lock, the key) was taken over from a holder that
+ * died holding it. Asking is being told: see those calls for what fn does
+ * then. A single-flight function always gets 0 (a leader takes over
+ * nothing: the followers of a dead leader are told). -EINVAL outside such
+ * a function.
+ */
+int syncmem_execute_result(void);
 
 /* ---- Gate: Lock(OPEN | CLOSED) with wait and signal, FIFO hand-off ------- */
 
@@ -748,7 +766,12 @@ int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, cons
 int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			     struct syncmem_keyed *k, const void *key, size_t len,
 			     syncmem_wait_cb cb, void *arg);
-/* Take the key from the loop, run fn, release. */
+/*
+ * Take the key from the loop, run fn, release. After a dead holder fn runs
+ * all the same, and syncmem_execute_result() tells it so (-EOWNERDEAD);
+ * the key then goes on as usual. A fn that did not ask was not told: the
+ * key is left as a dead holder's, and its next locker gets -EOWNERDEAD.
+ */
 int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
 			  struct syncmem_keyed *k, const void *key, size_t len,
 			  void (*fn)(void *arg), void *arg);

@@ -243,4 +243,20 @@ bool syncmem__lock_held(const struct syncmem_lock *l);
  */
 void syncmem__lock_abandon(struct syncmem_region *r, struct syncmem_lock *l);
 
+/*
+ * Run the function @fn(@arg) of an execute-style call that took what fn
+ * runs under with @result (0 or -EOWNERDEAD), which syncmem_execute_result()
+ * reports from inside fn. True when fn asked, and so was told.
+ */
+bool syncmem__execute(void (*fn)(void *arg), void *arg, int result);
+
+/*
+ * After it: release @l, which the caller holds (taken with @result, fn
+ * told or not as syncmem__execute() said). A death fn was not told of is
+ * left to the next acquirer (syncmem__lock_abandon() while @l still says
+ * its holder died); else an ordinary unlock.
+ */
+void syncmem__execute_release(struct syncmem_region *r, struct syncmem_lock *l, int result,
+			      bool told);
+
 #endif /* SYNCMEM_INTERNAL_H */

@@ -693,8 +693,16 @@ static void keyed_op_done(struct keyed_op *op, int result)
 		o.cb(o.arg, result);
 		return;
 	}
-	o.fn(o.arg);
-	keyed_release(o.r, &o.v, &o.k);
+	/*
+	 * A key has no consistent call: a death fn was told of (it asked)
+	 * is over; one it was not told of goes on to the key's next locker,
+	 * the key left as a dead holder's.
+	 */
+	if (!syncmem__execute(o.fn, o.arg, result) && result == -EOWNERDEAD &&
+	    syncmem__lock_held(entry_lock(o.e)))
+		syncmem__lock_abandon(o.r, entry_lock(o.e));
+	else
+		keyed_release(o.r, &o.v, &o.k);
 }
 
 /* From the loop: the entry's lock, after waiting for it. */

@@ -529,15 +529,60 @@ struct lock_op {
 	bool starving;
 };
 
+/* The execute-style calls running their function on this thread, innermost first. */
+struct execute_frame {
+	struct execute_frame *outer;
+	int result;		/* what syncmem_execute_result() says */
+	bool asked;		/* fn asked: it has been told */
+};
+
+static __thread struct execute_frame *executing;
+
+int syncmem_execute_result(void)
+{
+	struct execute_frame *f = executing;
+
+	if (!f)
+		return -EINVAL;
+	f->asked = true;
+	return f->result;
+}
+
+bool syncmem__execute(void (*fn)(void *arg), void *arg, int result)
+{
+	struct execute_frame f = { .outer = executing, .result = result };
+
+	executing = &f;
+	fn(arg);
+	executing = f.outer;
+	return f.asked;
+}
+
+/*
+ * Release @l, held by the caller after an execute-style call's fn ran, which
+ * took it with @result and told fn or not (@told). A death fn was told of
+ * is released as an unlock releases it (not recoverable unless fn made it
+ * consistent); one fn was not told of goes on to the next acquirer.
+ */
+void syncmem__execute_release(struct syncmem_region *r, struct syncmem_lock *l, int result,
+			      bool told)
+{
+	if (result == -EOWNERDEAD && !told && syncmem__lock_held(l) &&
+	    (__atomic_load_n(&l->word, __ATOMIC_RELAXED) & LOCK_DIED))
+		syncmem__lock_abandon(r, l);
+	else
+		syncmem_unlock(r, l);
+}
+
 /* @result: 0 or -EOWNERDEAD with the lock held, else the error. */
 static void lock_op_finish(struct lock_op *op, int result)
 {
 	stop_starving(op->l, &op->starving);
 	if (op->fn) {
-		if (result == 0 || result == -EOWNERDEAD) {
-			op->fn(op->arg);
-			syncmem_unlock(op->r, op->l);
-		}
+		/* Held: fn runs. Else there is nobody to tell: fn does not run. */
+		if (result == 0 || result == -EOWNERDEAD)
+			syncmem__execute_release(op->r, op->l, result,
+						 syncmem__execute(op->fn, op->arg, result));
 	} else {
 		op->cb(op->arg, result);
 	}

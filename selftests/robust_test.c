@@ -800,6 +800,207 @@ TEST(a_key_whose_holder_died_goes_to_the_next_locker)
 	syncmem_close(r);
 }
 
+/* An execute fn that counts its runs and, with @ask, asks how the lock was taken. */
+struct executed {
+	struct syncmem_region *r;
+	struct syncmem_lock *l;		/* made consistent when told, with @repair */
+	bool ask;
+	bool repair;
+	int runs;
+	int told;			/* what syncmem_execute_result() said */
+	int consistent;
+};
+
+static void executed_fn(void *arg)
+{
+	struct executed *x = arg;
+
+	x->runs++;
+#ifndef EXECUTE_RESULT_MISSING
+	if (x->ask)
+		x->told = syncmem_execute_result();
+#endif
+	if (x->told == -EOWNERDEAD && x->repair)
+		x->consistent = syncmem_lock_consistent(x->r, x->l);
+}
+
+/* Run one execute_locked of @l with @x to the end; the loop's result. */
+static __attribute__((unused)) int execute_once(struct syncmem_region *r, struct syncmem_lock *l, struct executed *x)
+{
+	struct syncmem_loop *loop;
+	int ret;
+
+	if (syncmem_loop_new(&loop))
+		return -1;
+	ret = syncmem_execute_locked(loop, r, l, executed_fn, x);
+	if (!ret)
+		ret = syncmem_loop_run(loop);
+	syncmem_loop_free(loop);
+	return ret;
+}
+
+/*
+ * syncmem_execute_locked's fn has no result to be told by: one that does
+ * not ask how the lock was taken must not make the lock unrecoverable and
+ * hide the death; the next acquirer is told instead. Taken at once after
+ * the holder died, and handed over by the kernel as it dies.
+ */
+TEST_F(robust, a_death_an_execute_fn_is_not_told_of_goes_to_the_next_acquirer)
+{
+	struct rshared *sh = self->sh;
+
+	for (int fair = 0; fair < 2; fair++) {
+		for (int queued = 0; queued < 2; queued++) {
+			struct executed x = { .r = self->r, .l = &sh->lock };
+			struct syncmem_loop *loop;
+			pid_t pid;
+
+			syncmem_lock_init(&sh->lock, fair ? SYNCMEM_LOCK_FAIR : 0);
+			pid = holder_child(self->r, sh);
+			ASSERT_LT(0, pid);
+			ASSERT_EQ(0, syncmem_loop_new(&loop));
+			if (queued) {
+				/* Waiting in the kernel's queue when the holder dies. */
+				ASSERT_EQ(0, syncmem_execute_locked(loop, self->r, &sh->lock,
+								    executed_fn, &x));
+				ASSERT_TRUE(await_waiters(self->r, 1));
+				kill_and_reap(pid);
+			} else {
+				kill_and_reap(pid);
+				ASSERT_EQ(0, syncmem_execute_locked(loop, self->r, &sh->lock,
+								    executed_fn, &x));
+			}
+			EXPECT_EQ(0, syncmem_loop_run(loop));
+			syncmem_loop_free(loop);
+			EXPECT_EQ(1, x.runs);
+			/* Not -ENOTRECOVERABLE: the death is the next acquirer's news. */
+			EXPECT_EQ(-EOWNERDEAD, syncmem_lock(self->r, &sh->lock));
+			EXPECT_EQ(7, sh->counter);
+			EXPECT_EQ(0, syncmem_lock_consistent(self->r, &sh->lock));
+			EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+			EXPECT_EQ(0, syncmem_lock(self->r, &sh->lock));
+			EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+		}
+	}
+}
+
+/* The same for a key: its next locker is told. */
+TEST(a_death_a_keyed_execute_fn_is_not_told_of_goes_to_the_next_locker)
+{
+	size_t len = syncmem_keyed_footprint(16);
+	struct executed x = { 0 };
+	struct syncmem_region *r;
+	struct syncmem_keyed *k;
+	struct syncmem_loop *loop;
+	_Atomic uint32_t *ready;
+	pid_t pid;
+
+	ASSERT_EQ(0, syncmem_open(NULL, len + 4096, 0, 0, &r));
+	ready = syncmem_base(r);
+	ASSERT_EQ(0, syncmem_keyed_init((char *)syncmem_base(r) + 4096, len, 16, &k));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (syncmem_keyed_lock(r, k, "job", 3, SYNCMEM_FOREVER))
+			_exit(1);
+		atomic_store(ready, 1);
+		for (;;)
+			pause();
+	}
+	while (!atomic_load(ready))
+		usleep(1000);
+	kill_and_reap(pid);
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, syncmem_keyed_execute(loop, r, k, "job", 3, executed_fn, &x));
+	EXPECT_EQ(0, syncmem_loop_run(loop));
+	syncmem_loop_free(loop);
+	EXPECT_EQ(1, x.runs);
+	EXPECT_EQ(-EOWNERDEAD, syncmem_keyed_lock(r, k, "job", 3, SYNCMEM_FOREVER));
+	EXPECT_EQ(0, syncmem_keyed_unlock(r, k, "job", 3));
+	EXPECT_EQ(0, syncmem_keyed_lock(r, k, "job", 3, SYNCMEM_FOREVER));
+	EXPECT_EQ(0, syncmem_keyed_unlock(r, k, "job", 3));
+	syncmem_close(r);
+}
+
+#ifndef EXECUTE_RESULT_MISSING
+/*
+ * An execute fn that asks is told: 0, or -EOWNERDEAD after a dead holder.
+ * Told, it repairs (the lock goes on) or not (the lock is not recoverable,
+ * as after an unlock); the same for a key, which goes on once told.
+ */
+TEST_F(robust, an_execute_fn_asks_and_is_told_of_a_dead_holder)
+{
+	struct rshared *sh = self->sh;
+	struct executed x = { .r = self->r, .l = &sh->lock, .ask = true };
+	size_t len = syncmem_keyed_footprint(16);
+	struct syncmem_keyed *k;
+	struct syncmem_loop *loop;
+	struct syncmem_region *kr;
+	_Atomic uint32_t *ready;
+	pid_t pid;
+
+	EXPECT_EQ(-EINVAL, syncmem_execute_result());
+	/* A live lock: 0. */
+	EXPECT_EQ(0, execute_once(self->r, &sh->lock, &x));
+	EXPECT_EQ(1, x.runs);
+	EXPECT_EQ(0, x.told);
+	EXPECT_EQ(0, sh->lock.word);
+
+	for (int repair = 1; repair >= 0; repair--) {
+		x = (struct executed){ .r = self->r, .l = &sh->lock, .ask = true, .repair = repair,
+				       .told = 1 };
+		syncmem_lock_init(&sh->lock, 0);
+		pid = holder_child(self->r, sh);
+		ASSERT_LT(0, pid);
+		kill_and_reap(pid);
+		EXPECT_EQ(0, execute_once(self->r, &sh->lock, &x));
+		EXPECT_EQ(1, x.runs);
+		EXPECT_EQ(-EOWNERDEAD, x.told);
+		if (repair) {
+			EXPECT_EQ(0, x.consistent);
+			EXPECT_EQ(0, syncmem_lock(self->r, &sh->lock));
+			EXPECT_EQ(0, syncmem_unlock(self->r, &sh->lock));
+		} else {
+			/* Told and not repaired: lost, as pthread's robust mutexes. */
+			EXPECT_EQ(-ENOTRECOVERABLE, syncmem_lock(self->r, &sh->lock));
+		}
+	}
+	EXPECT_EQ(-EINVAL, syncmem_execute_result());
+
+	ASSERT_EQ(0, syncmem_open(NULL, len + 4096, 0, 0, &kr));
+	ready = syncmem_base(kr);
+	ASSERT_EQ(0, syncmem_keyed_init((char *)syncmem_base(kr) + 4096, len, 16, &k));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (syncmem_keyed_lock(kr, k, "job", 3, SYNCMEM_FOREVER))
+			_exit(1);
+		atomic_store(ready, 1);
+		for (;;)
+			pause();
+	}
+	while (!atomic_load(ready))
+		usleep(1000);
+	kill_and_reap(pid);
+	x = (struct executed){ .ask = true, .told = 1 };
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, syncmem_keyed_execute(loop, kr, k, "job", 3, executed_fn, &x));
+	EXPECT_EQ(0, syncmem_loop_run(loop));
+	EXPECT_EQ(1, x.runs);
+	EXPECT_EQ(-EOWNERDEAD, x.told);
+	/* Told: the key goes on as usual. */
+	EXPECT_EQ(0, syncmem_keyed_lock(kr, k, "job", 3, SYNCMEM_FOREVER));
+	EXPECT_EQ(0, syncmem_keyed_unlock(kr, k, "job", 3));
+	x.told = 1;
+	ASSERT_EQ(0, syncmem_keyed_execute(loop, kr, k, "job", 3, executed_fn, &x));
+	EXPECT_EQ(0, syncmem_loop_run(loop));
+	EXPECT_EQ(2, x.runs);
+	EXPECT_EQ(0, x.told);
+	syncmem_loop_free(loop);
+	syncmem_close(kr);
+}
+#endif
+
 /* An async wait of the calling process on an owner word, on handle @dev. */
 static int raw_lock_wait_async(int dev, int rfd, uint64_t expected, uint64_t user_data)
 {
