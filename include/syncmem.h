@@ -725,7 +725,7 @@ struct syncmem_keytab {
 
 #define SYNCMEM_KEYED_MAGIC	0x4459454bu	/* "KEYD" */
 #define SYNCMEM_FLIGHT_MAGIC	0x54484c46u	/* "FLHT" */
-#define SYNCMEM_KEYTAB_VERSION	2u
+#define SYNCMEM_KEYTAB_VERSION	3u	/* 3: taken entries marked, flight generations */
 
 /*
  * A table of locks by key: one holder per key at a time, the others wait in

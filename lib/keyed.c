@@ -142,21 +142,28 @@ static bool keyed_reclaim(struct syncmem_region *r, const struct keytab_view *v,
 	struct syncmem_lock *l = entry_lock(e);
 	uint32_t hash = __atomic_load_n(&e->hash, __ATOMIC_RELAXED);
 	bool freed;
+	int ret;
 
 	if (syncmem__keytab_chain_lock(r, v, hash, SYNCMEM_FOREVER))
 		return false;
 	syncmem__keytab_settle(v, hash);
 	/* The waiters bit may be stale (kept by a holder that had waited). */
 	if (dead && (__atomic_load_n(&l->word, __ATOMIC_RELAXED) & SYNCMEM_OWNER_ID)) {
-		int ret = syncmem_trylock(r, l);
+		ret = syncmem_trylock(r, l);
 
 		if (!ret)
 			syncmem_unlock(r, l);	/* let go of just now */
 		else if (ret == -EOWNERDEAD)
 			keyed_drop_dead(r, l);
 	}
-	/* Not while the word is not 0; not at all when @e is not in this chain. */
-	freed = !syncmem__keytab_unlink_if(v, e, &l->word, hash);
+	/*
+	 * Not while the word is not 0; not at all when the chain is not one
+	 * we build. An entry with a key that is not in its chain is freed
+	 * too: under the table lock, only a holder of it that died between
+	 * an unlink and the free leaves one so.
+	 */
+	ret = syncmem__keytab_unlink_if(v, e, &l->word, hash);
+	freed = !ret || ret == -ENOENT;
 	syncmem__keytab_chain_unlock(r, v, hash);
 	if (freed)
 		syncmem__keytab_free(v, e);
@@ -165,9 +172,10 @@ static bool keyed_reclaim(struct syncmem_region *r, const struct keytab_view *v,
 
 /*
  * Table lock held, no entry free: free the entries nobody holds or waits
- * for. Only when there are none, as the last resort before -ENOSPC, also
- * those whose holder died while nobody waited (the death goes unreported,
- * as the key is gone). The number freed.
+ * for, and those a locker that died took and never linked. Only when
+ * there are none, as the last resort before -ENOSPC, also those whose
+ * holder died while nobody waited (the death goes unreported, as the key
+ * is gone). The number freed.
  */
 static uint32_t keyed_sweep_locked(struct syncmem_region *r, const struct keytab_view *v)
 {
@@ -177,16 +185,26 @@ static uint32_t keyed_sweep_locked(struct syncmem_region *r, const struct keytab
 		for (uint32_t i = 0; i < v->nentries; i++) {
 			struct keytab_entry *e =
 				(struct keytab_entry *)(v->entries + (size_t)i * KEYTAB_ENTRY_SIZE);
-
 			/* Acquire: the hash read next is at least as new as the key. */
-			if (__atomic_load_n(&e->key_len, __ATOMIC_ACQUIRE))
+			uint32_t len = __atomic_load_n(&e->key_len, __ATOMIC_ACQUIRE);
+
+			if (len == KEYTAB_TAKEN) {
+				/* Its taker held the table lock we hold now: it died. */
+				syncmem__keytab_free(v, e);
+				freed++;
+			} else if (len) {
 				freed += keyed_reclaim(r, v, e, pass);
+			}
 		}
 	}
 	return freed;
 }
 
-/* A free entry for a new key, in *@out: 0 or -errno (-ENOSPC: the table is full). */
+/*
+ * A free entry for a new key, in *@out: 0 with the table lock held (the
+ * caller links the entry or frees it, then lets go), or -errno without it
+ * (-ENOSPC: the table is full).
+ */
 static int keyed_take(struct syncmem_region *r, const struct keytab_view *v,
 		      int64_t timeout_ns, struct keytab_entry **out)
 {
@@ -197,18 +215,9 @@ static int keyed_take(struct syncmem_region *r, const struct keytab_view *v,
 	err = syncmem__keytab_take(v, out);
 	if (err == -ENOSPC && keyed_sweep_locked(r, v))
 		err = syncmem__keytab_take(v, out);
-	syncmem__keytab_unlock(r, v);
-	return err;
-}
-
-/* Give back an entry taken and not linked (another locker linked the key first). */
-static void keyed_give_back(struct syncmem_region *r, const struct keytab_view *v,
-			    struct keytab_entry *e)
-{
-	if (!syncmem__keytab_lock(r, v, SYNCMEM_FOREVER)) {
-		syncmem__keytab_free(v, e);
+	if (err)
 		syncmem__keytab_unlock(r, v);
-	}
+	return err;
 }
 
 /* Chain lock held: @e (taken) becomes @k's entry. */
@@ -232,7 +241,7 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v,
 		       const struct keytab_key *k, int64_t timeout_ns, bool try,
 		       struct keytab_entry **out, int *taken)
 {
-	struct keytab_entry *e, *spare = NULL;
+	struct keytab_entry *e, *spare;
 	int err = syncmem__keytab_chain_lock(r, v, k->hash, timeout_ns);
 
 	if (err)
@@ -240,14 +249,20 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v,
 	syncmem__keytab_settle(v, k->hash);
 	err = syncmem__keytab_find(v, k, &e);
 	if (!err && !e) {
-		/* A free entry from the table lock, never taken under a chain lock. */
+		/*
+		 * A free entry from the table lock, never taken under a chain
+		 * lock (the order is the table's, then a chain's). That lock
+		 * is held until the entry is linked or given back: one left
+		 * taken is a dead locker's, which the next sweep frees.
+		 */
 		syncmem__keytab_chain_unlock(r, v, k->hash);
 		err = keyed_take(r, v, timeout_ns, &spare);
 		if (err)
 			return err;
 		err = syncmem__keytab_chain_lock(r, v, k->hash, timeout_ns);
 		if (err) {
-			keyed_give_back(r, v, spare);
+			syncmem__keytab_free(v, spare);
+			syncmem__keytab_unlock(r, v);
 			return err;
 		}
 		syncmem__keytab_settle(v, k->hash);
@@ -255,8 +270,11 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v,
 		if (!err && !e) {
 			keyed_link(v, spare, k);
 			e = spare;
-			spare = NULL;
+		} else {
+			/* Another locker linked the key first, or an error. */
+			syncmem__keytab_free(v, spare);
 		}
+		syncmem__keytab_unlock(r, v);
 	}
 	*taken = -EBUSY;
 	if (!err && try) {
@@ -268,8 +286,6 @@ static int keyed_enter(struct syncmem_region *r, const struct keytab_view *v,
 			err = *taken;
 	}
 	syncmem__keytab_chain_unlock(r, v, k->hash);
-	if (spare)
-		keyed_give_back(r, v, spare);
 	*out = e;
 	return err;
 }
@@ -471,7 +487,7 @@ static int keyed_after_wait(struct syncmem_region *r, const struct keytab_view *
 			keyed_let_go(r, l, ret);
 			ret = err;
 		}
-	} else if (ret == -EOWNERDEAD && __atomic_load_n(&e->key_len, __ATOMIC_RELAXED)) {
+	} else if (ret == -EOWNERDEAD && keytab_keyed(e)) {
 		/* Another key's holder died: its next locker is told, not us. */
 		syncmem__lock_abandon(r, l);
 		ret = KEYED_AGAIN;
@@ -656,7 +672,7 @@ int syncmem_keyed_held(struct syncmem_region *r, struct syncmem_keyed *k)
 		struct keytab_entry *e =
 			(struct keytab_entry *)(v.entries + (size_t)i * KEYTAB_ENTRY_SIZE);
 
-		n += __atomic_load_n(&e->key_len, __ATOMIC_RELAXED) &&
+		n += keytab_keyed(e) &&
 		     __atomic_load_n(&entry_lock(e)->word, __ATOMIC_RELAXED);
 	}
 	return n;

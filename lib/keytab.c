@@ -482,6 +482,8 @@ int syncmem__keytab_take(const struct keytab_view *v, struct keytab_entry **out)
 	next = shared_u32(&e->next);
 	if (next > v->nentries)
 		return -EUCLEAN;
+	/* Taken before it leaves the list: a taker that dies leaves it marked. */
+	__atomic_store_n(&e->key_len, KEYTAB_TAKEN, __ATOMIC_RELEASE);
 	__atomic_store_n(&v->t->free_head, next, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->t->used, shared_u32(&v->t->used) + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->next, 0, __ATOMIC_RELEASE);
@@ -553,8 +555,11 @@ int syncmem__keytab_unlink_if(const struct keytab_view *v, struct keytab_entry *
 			break;
 		}
 		/* The end of the chain without @e, or a link out of bounds. */
-		if (!at)
+		if (!at) {
+			if (!i)
+				ret = -ENOENT;
 			break;
+		}
 		link = &at->next;
 	}
 out:
@@ -565,6 +570,25 @@ out:
 int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e)
 {
 	return syncmem__keytab_unlink_if(v, e, NULL, shared_u32(&e->hash));
+}
+
+int syncmem__keytab_linked(const struct keytab_view *v, const struct keytab_entry *e)
+{
+	uint32_t want = keytab_index(v, e) + 1;
+	uint32_t i = BUCKET_HEAD(__atomic_load_n(bucket_of(v, shared_u32(&e->hash)),
+						 __ATOMIC_RELAXED));
+
+	/* A chain longer than the table has a cycle. */
+	for (uint32_t steps = 0; i; steps++) {
+		struct keytab_entry *at = entry_at(v, i);
+
+		if (i == want)
+			return 1;
+		if (!at || steps == v->nentries)
+			return -EUCLEAN;
+		i = walk_u32(&at->next);
+	}
+	return 0;
 }
 
 void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e)

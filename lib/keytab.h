@@ -22,9 +22,25 @@ struct keytab_entry {
 	uint32_t refs;		/* callers holding or waiting for the entry */
 	uint32_t next;		/* index + 1 in its chain or the free list */
 	uint32_t hash;
-	uint32_t key_len;	/* 0: free */
+	uint32_t key_len;	/* 0: free; KEYTAB_TAKEN; else the key's length */
 	uint8_t key[SYNCMEM_KEY_MAX];
 };
+
+/*
+ * The key length of an entry taken off the free list and not linked yet.
+ * Its taker holds the table lock from the take until it links the entry
+ * or gives it back, so an entry found so by a holder of that lock was
+ * left by a taker that died: that holder frees it (the sweeps do).
+ */
+#define KEYTAB_TAKEN	UINT32_MAX
+
+/* Does @e hold a key (linked, or unlinked and not freed yet)? */
+static inline bool keytab_keyed(const struct keytab_entry *e)
+{
+	uint32_t len = __atomic_load_n(&e->key_len, __ATOMIC_ACQUIRE);
+
+	return len && len <= SYNCMEM_KEY_MAX;
+}
 
 #define KEYTAB_ENTRY_SIZE	192u	/* head + one 64-byte payload line */
 
@@ -124,7 +140,11 @@ int syncmem__keytab_find(const struct keytab_view *v, const struct keytab_key *k
 			 struct keytab_entry **out);
 /* A chain left mid-change by a holder of its lock that died is made whole. */
 void syncmem__keytab_settle(const struct keytab_view *v, uint32_t hash);
-/* Take a free entry, refs 0, off the free list (table lock): -ENOSPC when none. */
+/*
+ * Take a free entry, refs 0, off the free list (table lock), marked
+ * KEYTAB_TAKEN: -ENOSPC when none. The caller links it or gives it back
+ * (syncmem__keytab_free()) before it lets go of the table lock.
+ */
 int syncmem__keytab_take(const struct keytab_view *v, struct keytab_entry **out);
 /* Give the taken entry @e the key @k and link it into its chain. */
 void syncmem__keytab_link(const struct keytab_view *v, struct keytab_entry *e,
@@ -132,17 +152,24 @@ void syncmem__keytab_link(const struct keytab_view *v, struct keytab_entry *e,
 /* Take and link, with both locks held (or the one lock that covers both). */
 int syncmem__keytab_insert(const struct keytab_view *v, const struct keytab_key *k,
 			   struct keytab_entry **out);
-/* Take @e out of its chain: later lookups miss it. */
+/*
+ * Take @e out of its chain: later lookups miss it. 0; -ENOENT when it is
+ * not in its chain (taken out already); -EUCLEAN for a chain this library
+ * never builds.
+ */
 int syncmem__keytab_unlink(const struct keytab_view *v, struct keytab_entry *e);
 /*
  * Take @e out of the chain of @hash (whose lock the caller holds) unless
- * the word @word (not NULL) is not 0: -EBUSY then; -EUCLEAN when @e is not
- * in that chain. A lookup with no lock either sees the change or its CAS
- * on the word is seen here.
+ * the word @word (not NULL) is not 0: -EBUSY then; -ENOENT when the chain
+ * ends without @e; -EUCLEAN when @e holds another hash or the chain is not
+ * one this library builds. A lookup with no lock either sees the change
+ * or its CAS on the word is seen here.
  */
 int syncmem__keytab_unlink_if(const struct keytab_view *v, struct keytab_entry *e,
 			      const uint64_t *word, uint32_t hash);
-/* Give an unlinked @e back to the free list (table lock). */
+/* Is @e in its chain (the chain's lock held)? 1, 0, or -EUCLEAN. */
+int syncmem__keytab_linked(const struct keytab_view *v, const struct keytab_entry *e);
+/* Give an unlinked (or taken) @e back to the free list (table lock). */
 void syncmem__keytab_free(const struct keytab_view *v, struct keytab_entry *e);
 /* Count one more user of @e (-EUCLEAN at the count's limit). */
 int syncmem__keytab_get(struct keytab_entry *e);

@@ -381,6 +381,80 @@ static void *unlock_from_thread(void *arg)
 	return (void *)(intptr_t)syncmem_keyed_unlock(a[0], a[1], "t", 1);
 }
 
+/* The chain locks of @k and their number (keytab.h's layout: right before the entries). */
+static struct syncmem_lock *stripes_of(struct syncmem_keyed *k, uint32_t *n)
+{
+	*n = k->t.nbuckets < 16 ? k->t.nbuckets : 16;
+	return (struct syncmem_lock *)((char *)&k->t + k->t.entries_off) - *n;
+}
+
+/* Wait up to 10 s until @n threads wait on the @nlocks locks at @l: true then. */
+static bool await_lock_waiters(struct syncmem_region *r, struct syncmem_lock *l,
+			       uint32_t nlocks, int n)
+{
+	for (int tries = 0; tries < 10000; tries++) {
+		int sum = 0;
+
+		for (uint32_t i = 0; i < nlocks; i++) {
+			int w = syncmem_waiters(r, &l[i].word, NULL, 0);
+
+			sum += w > 0 ? w : 0;
+		}
+		if (sum == n)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * A locker of a new key killed after it took a free entry and before it
+ * linked it (held up on its chain's lock meanwhile) leaves no entry
+ * behind: every entry of the table can still be held at once.
+ */
+TEST_F_TIMEOUT(keyed, a_locker_killed_between_taking_an_entry_and_linking_it_leaks_nothing, 120)
+{
+	struct syncmem_lock *table = &self->k->t.lock, *stripes;
+	uint32_t nstripes;
+	pid_t pid;
+
+	stripes = stripes_of(self->k, &nstripes);
+	ASSERT_EQ(0, syncmem_lock(self->r, table));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(syncmem_keyed_lock(self->r, self->k, "new", 3, SYNCMEM_FOREVER) ? 1 : 2);
+	/* Held up on the table lock, before it takes an entry. */
+	ASSERT_TRUE(await_lock_waiters(self->r, table, 1, 1));
+	for (uint32_t i = 0; i < nstripes; i++)
+		ASSERT_EQ(0, syncmem_lock(self->r, &stripes[i]));
+	ASSERT_EQ(0, syncmem_unlock(self->r, table));
+	/* It took an entry and waits for its chain's lock to link it. */
+	ASSERT_TRUE(await_lock_waiters(self->r, stripes, nstripes, 1));
+	kill(pid, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pid));
+	for (uint32_t i = 0; i < nstripes; i++)
+		ASSERT_EQ(0, syncmem_unlock(self->r, &stripes[i]));
+	/* Every entry, held at once. */
+	for (int i = 0; i < TABLE_ENTRIES; i++) {
+		char key[16];
+		int n = snprintf(key, sizeof(key), "entry-%d", i);
+
+		EXPECT_EQ(0, syncmem_keyed_lock(self->r, self->k, key, (size_t)n,
+						5000000000LL)) {
+			TH_LOG("key %d of %d", i + 1, TABLE_ENTRIES);
+		}
+	}
+	EXPECT_EQ(TABLE_ENTRIES, syncmem_keyed_held(self->r, self->k));
+	for (int i = 0; i < TABLE_ENTRIES; i++) {
+		char key[16];
+		int n = snprintf(key, sizeof(key), "entry-%d", i);
+
+		syncmem_keyed_unlock(self->r, self->k, key, (size_t)n);
+	}
+	EXPECT_EQ(0, syncmem_keyed_held(self->r, self->k));
+}
+
 TEST_F(keyed, errors)
 {
 	size_t len = syncmem_keyed_footprint(TABLE_ENTRIES);
