@@ -152,6 +152,8 @@ selftests: $(SELFTESTS) $(SELFTESTS_DYNAMIC) $(SELFTEST_SCRIPTS)
 $(BUILD)/selftests/%: selftests/%.c selftests/*.h lib/libsyncmem.a $(LINUX_FILES)/.stamp
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
+# flight_test stops a leader at its on-close ioctls: it wraps ioctl() (see there).
+$(BUILD)/selftests/flight_test: PROG_LDFLAGS += -Wl,--wrap=ioctl
 $(BUILD)/selftests/symbols_dynamic_test: selftests/symbols_test.c selftests/*.h lib/$(SONAME) \
 		$(LINUX_FILES)/.stamp
 	@mkdir -p $(@D)

@@ -4,11 +4,14 @@
  * callers of a key.
  *
  * A flight is an entry of a key table. The first caller of a key (the
- * leader) creates it, takes a pool block for the result and arms a death
- * guard on the entry's done word; later callers of the same key (followers)
- * count themselves in and sleep on that word. The leader runs the function,
- * writes the result bytes (or its error) into the block, unlinks the entry
- * so that the next call starts a new flight (no caching), stores DONE with
+ * leader) takes an entry, sets up its payload with a new generation in
+ * the done word, takes a pool block for the result, counts itself in and
+ * arms a death guard on the done word; only then does it link the entry
+ * into its key's chain, where later callers (followers) find it, count
+ * themselves in and sleep on the done word. A flight is joinable exactly
+ * while its entry is in its chain. The leader runs the function, writes
+ * the result bytes (or its error) into the block, unlinks the entry so
+ * that the next call starts a new flight (no caching), stores DONE with
  * release and wakes the followers. Each caller copies the result out and
  * drops its count; the last one frees the block and the entry.
  *
@@ -19,11 +22,14 @@
  * the table lock may free, with its result block: the last caller does,
  * and a table that runs out of entries or blocks sweeps such entries
  * first (the last caller may have died between its count and the free).
+ * So is an entry taken and never linked: the leader holds the table lock
+ * from the take to the link, so one found so by a holder of that lock
+ * belongs to a leader that died starting it.
  *
  * If the leader's process dies before DONE, the kernel runs the guard when
  * its handle goes away: DIED is stored (only if the word still says
- * RUNNING) and the followers wake to -EOWNERDEAD. The first caller to see a
- * DIED entry unlinks it.
+ * RUNNING of that generation) and the followers wake to -EOWNERDEAD. The
+ * first caller to see a DIED entry unlinks it.
  *
  * Every call validates the table against its region (keytab.h's view) and
  * attaches the result pool afresh; what it reads from the entry is
@@ -54,6 +60,7 @@ struct flight_call {
 	struct flight_call *outer;	/* the flight this thread led around this one */
 	uint64_t guard;
 	uint64_t count;			/* the robust count's id; 0: a plain count */
+	uint32_t running;		/* the done word while its flight runs */
 	uint32_t block;			/* a leader's result block */
 	bool leader;
 };
@@ -142,57 +149,97 @@ static int flight_call_init(struct flight_call *c, struct syncmem_region *r,
 }
 
 /*
- * Table lock held: free @e and its result block if it is garbage
- * (allocated, unlinked, counting nobody). True if freed.
+ * Table lock held: give @e and its result block back. A free entry names
+ * no block, so an entry taken again names none until its taker stores its
+ * own: the block is forgotten before it is freed (a death between the two
+ * loses it rather than free it twice, maybe under another flight).
  */
-static bool flight_free_if_garbage_locked(struct flight_call *c, struct keytab_entry *e)
+static void flight_free_locked(struct flight_call *c, struct keytab_entry *e)
 {
 	struct flight *fl = entry_flight(e);
+	uint32_t off = __atomic_load_n(&fl->result_off, __ATOMIC_RELAXED);
 
-	if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&fl->linked, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&e->refs, __ATOMIC_RELAXED))
-		return false;
-	syncmem_pool_free(&c->pool, __atomic_load_n(&fl->result_off, __ATOMIC_RELAXED));
+	__atomic_store_n(&fl->result_off, 0, __ATOMIC_RELAXED);
+	if (off)
+		syncmem_pool_free(&c->pool, off);
 	syncmem__keytab_free(&c->v, e);
+}
+
+/*
+ * Table lock held: is @e garbage? It counts nobody, and it is either not
+ * in its chain (a flight that ended, whose last caller died before
+ * freeing it) or taken and never linked (its leader died starting it:
+ * only a holder of the table lock has an entry taken, and we hold it).
+ * Such a leader armed its count first, so a count of 0 says the kernel
+ * took its count back, or it was never armed; its guard, should it run
+ * after that, does not match the next flight's generation. Never @mine,
+ * the entry this call is starting a flight in.
+ */
+static bool flight_garbage_locked(struct flight_call *c, struct keytab_entry *e,
+				  const struct keytab_entry *mine)
+{
+	uint32_t len = __atomic_load_n(&e->key_len, __ATOMIC_ACQUIRE);
+
+	if (!len || e == mine || __atomic_load_n(&e->refs, __ATOMIC_RELAXED))
+		return false;
+	return len == KEYTAB_TAKEN || !syncmem__keytab_linked(&c->v, e);
+}
+
+/* The state of a flight's done word. */
+static uint32_t flight_state(const struct flight *fl)
+{
+	return FLIGHT_STATE(__atomic_load_n(&fl->done, __ATOMIC_ACQUIRE));
+}
+
+/*
+ * Table lock held: a flight whose leader died leaves its chain (new callers
+ * start a new one) and is freed if nobody counts on it. True when it is
+ * out of its chain now.
+ */
+static bool flight_reap_dead_locked(struct flight_call *c, struct keytab_entry *e)
+{
+	int err;
+
+	if (flight_state(entry_flight(e)) != FLIGHT_DIED)
+		return false;
+	err = syncmem__keytab_unlink(&c->v, e);
+	if (err && err != -ENOENT)
+		return false;	/* corrupted: leave the entry where it is */
+	if (flight_garbage_locked(c, e, NULL))
+		flight_free_locked(c, e);
 	return true;
 }
 
 /*
- * Table lock held: a flight whose leader died is unlinked (new callers
- * start a new one) and freed if nobody counts on it. True when freed.
+ * Table lock held: reap @e if its leader died, free it if it is garbage.
+ * True if freed.
  */
-static bool flight_reap_dead_locked(struct flight_call *c, struct keytab_entry *e)
+static bool flight_collect_locked(struct flight_call *c, struct keytab_entry *e,
+				  const struct keytab_entry *mine)
 {
-	struct flight *fl = entry_flight(e);
+	uint32_t len = __atomic_load_n(&e->key_len, __ATOMIC_ACQUIRE);
 
-	if (__atomic_load_n(&fl->done, __ATOMIC_ACQUIRE) != FLIGHT_DIED)
+	/* A dead leader's flight leaves its chain (if it is still in it). */
+	if (len && len != KEYTAB_TAKEN && flight_state(entry_flight(e)) == FLIGHT_DIED)
+		syncmem__keytab_unlink(&c->v, e);
+	if (!flight_garbage_locked(c, e, mine))
 		return false;
-	if (fl->linked) {
-		if (syncmem__keytab_unlink(&c->v, e))
-			return false;	/* corrupted: leave the entry where it is */
-		fl->linked = 0;
-	}
-	return flight_free_if_garbage_locked(c, e);
+	flight_free_locked(c, e);
+	return true;
 }
 
 /*
  * Table lock held, out of entries or blocks: free every entry that is
- * garbage (its last caller died before freeing it) or a dead leader's.
- * The number freed.
+ * garbage or a dead leader's, but @mine. The number freed.
  */
-static uint32_t flight_sweep_locked(struct flight_call *c)
+static uint32_t flight_sweep_locked(struct flight_call *c, const struct keytab_entry *mine)
 {
 	uint32_t freed = 0;
 
-	for (uint32_t i = 0; i < c->v.nentries; i++) {
-		struct keytab_entry *e =
-			(struct keytab_entry *)(c->v.entries + (size_t)i * KEYTAB_ENTRY_SIZE);
-
-		if (!__atomic_load_n(&e->key_len, __ATOMIC_RELAXED))
-			continue;
-		freed += flight_reap_dead_locked(c, e) || flight_free_if_garbage_locked(c, e);
-	}
+	for (uint32_t i = 0; i < c->v.nentries; i++)
+		freed += flight_collect_locked(c, (struct keytab_entry *)(c->v.entries +
+								  (size_t)i * KEYTAB_ENTRY_SIZE),
+					       mine);
 	return freed;
 }
 
@@ -214,57 +261,72 @@ static void flight_put(struct flight_call *c)
 	if (c->count) {
 		/* 1: we were the last. A dead leader's flight is unlinked by whoever sees it. */
 		if (syncmem__count_undo(c->count) != 1 &&
-		    __atomic_load_n(&entry_flight(c->e)->done, __ATOMIC_RELAXED) != FLIGHT_DIED)
+		    flight_state(entry_flight(c->e)) != FLIGHT_DIED)
 			return;
 	}
 	if (syncmem__keytab_lock(c->r, &c->v, SYNCMEM_FOREVER))
 		return;
 	if (!c->count)
 		syncmem__keytab_put(c->e);
-	if (!flight_reap_dead_locked(c, c->e))
-		flight_free_if_garbage_locked(c, c->e);
+	flight_collect_locked(c, c->e, NULL);
 	syncmem__keytab_unlock(c->r, &c->v);
 }
 
-/* Become the leader of a new flight of @k; table lock held. */
+/*
+ * Become the leader of a new flight of @k; table lock held. Everything is
+ * set up on an entry nobody can see yet: its payload, its result block,
+ * the leader's count and the death guard. Only then is it linked. A leader
+ * that dies on the way leaves an entry taken and never linked, which the
+ * next sweep frees with its block (flight_garbage_locked()); the key's next
+ * caller finds no flight and leads a new one.
+ */
 static int flight_start_locked(struct flight_call *c, const struct keytab_key *k)
 {
 	struct keytab_entry *e;
 	struct flight *fl;
-	uint32_t block;
-	/* The table's block, not this process's: no reclaim frees it under the entry. */
-	int err = syncmem__pool_alloc_unheld(&c->pool, &block);
+	uint32_t block = 0, running;
+	int err = syncmem__keytab_take(&c->v, &e);
 
-	/* Out of blocks or entries: take back what dead callers left, once. */
-	if (err == -ENOMEM && flight_sweep_locked(c))
-		err = syncmem__pool_alloc_unheld(&c->pool, &block);
+	/* Out of entries: take back what dead callers left, once. */
+	if (err == -ENOSPC && flight_sweep_locked(c, NULL))
+		err = syncmem__keytab_take(&c->v, &e);
 	if (err)
 		return err;
-	err = syncmem__keytab_insert(&c->v, k, &e);
-	if (err == -ENOSPC && flight_sweep_locked(c))
-		err = syncmem__keytab_insert(&c->v, k, &e);
-	if (err) {
-		syncmem_pool_free(&c->pool, block);
-		return err;
-	}
 	fl = entry_flight(e);
-	*fl = (struct flight){ .result_off = block, .leader = (uint32_t)getpid(), .linked = 1 };
-	/* Counted and guarded before anyone can see us as the leader. */
-	err = syncmem__count_arm(c->r, &e->refs, &c->count);
+	/*
+	 * A new generation: a guard of a flight this entry held before,
+	 * whose process is still going away, never matches it.
+	 */
+	running = FLIGHT_GEN(__atomic_load_n(&fl->done, __ATOMIC_RELAXED)) + FLIGHT_GEN_ONE;
+	__atomic_store_n(&fl->done, running | FLIGHT_RUNNING, __ATOMIC_RELAXED);
+	__atomic_store_n(&fl->error, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&fl->result_len, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&fl->leader, (uint32_t)getpid(), __ATOMIC_RELAXED);
+	/* The table's block, not this process's: no reclaim frees it under the entry. */
+	err = syncmem__pool_alloc_unheld(&c->pool, &block);
+	/* Out of blocks: take back what dead callers left, once. */
+	if (err == -ENOMEM && flight_sweep_locked(c, e))
+		err = syncmem__pool_alloc_unheld(&c->pool, &block);
 	if (!err) {
-		err = syncmem__guard_arm(c->r, &fl->done, FLIGHT_RUNNING, FLIGHT_DIED,
-					 &c->guard);
+		__atomic_store_n(&fl->result_off, block, __ATOMIC_RELAXED);
+		/* The count first: see flight_garbage_locked(). */
+		err = syncmem__count_arm(c->r, &e->refs, &c->count);
+	}
+	if (!err) {
+		err = syncmem__guard_arm(c->r, &fl->done, running | FLIGHT_RUNNING,
+					 running | FLIGHT_DIED, &c->guard);
 		if (err)
 			syncmem__count_undo(c->count);
 	}
 	if (err) {
-		fl->linked = 0;
-		syncmem__keytab_unlink(&c->v, e);
-		flight_free_if_garbage_locked(c, e);
+		flight_free_locked(c, e);
 		return err;
 	}
+	/* Counted and guarded before anyone can see us as the leader. */
+	syncmem__keytab_link(&c->v, e, k);
 	c->e = e;
 	c->block = block;
+	c->running = running | FLIGHT_RUNNING;
 	c->leader = true;
 	return 0;
 }
@@ -282,13 +344,16 @@ static int flight_join(struct flight_call *c, const void *key, size_t len)
 	err = syncmem__keytab_find(&c->v, &k, &e);
 	if (!err && e && flight_reap_dead_locked(c, e))
 		e = NULL;
-	if (!err && e && entry_flight(e)->linked) {
+	if (!err && e) {
 		if (leading_it(e))
 			err = -EDEADLK;	/* fn asked for its own key */
 		else
 			err = flight_count_in(c, e);
-		if (!err)
+		if (!err) {
 			c->e = e;
+			/* The flight we count in: its generation stays while we do. */
+			c->running = __atomic_load_n(&entry_flight(e)->done, __ATOMIC_RELAXED);
+		}
 	} else if (!err) {
 		err = flight_start_locked(c, &k);
 	}
@@ -296,18 +361,42 @@ static int flight_join(struct flight_call *c, const void *key, size_t len)
 	return err;
 }
 
+/* A leader's function, run as an execute-style call's. */
+struct lead_fn {
+	syncmem_flight_fn fn;
+	void *arg;
+	void *out;
+	size_t cap;
+	size_t len;
+	int ret;
+};
+
+static void lead_fn_run(void *arg)
+{
+	struct lead_fn *l = arg;
+
+	l->ret = l->fn(l->arg, l->out, l->cap, &l->len);
+}
+
 /* The leader: run @fn, publish its outcome, wake the followers. */
 static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_arg)
 {
 	struct flight *fl = entry_flight(c->e);
-	size_t cap = c->pool.g.requested_size, n = 0;
+	size_t cap = c->pool.g.requested_size, n;
+	struct lead_fn l = { fn, fn_arg, syncmem_pool_ptr(&c->pool, c->block), cap, 0, 0 };
 	uint32_t followers = 0;
 	int ret;
 
 	c->outer = leading;
 	leading = c;
-	ret = fn(fn_arg, syncmem_pool_ptr(&c->pool, c->block), cap, &n);
+	/*
+	 * A leader takes over nothing: a dead leader's flight is over, its
+	 * followers told. syncmem_execute_result() is 0 inside fn.
+	 */
+	syncmem__execute(lead_fn_run, &l, 0);
 	leading = c->outer;
+	ret = l.ret;
+	n = l.len;
 	if (!ret && n > cap)
 		ret = -EMSGSIZE;
 	if (ret > 0 || ret < -FLIGHT_MAX_ERRNO)
@@ -316,15 +405,12 @@ static void flight_lead(struct flight_call *c, syncmem_flight_fn fn, void *fn_ar
 	fl->result_len = ret ? 0 : (uint32_t)n;
 	if (!syncmem__keytab_lock(c->r, &c->v, SYNCMEM_FOREVER)) {
 		/* From now on a call with this key starts a new flight. */
-		if (fl->linked) {
-			syncmem__keytab_unlink(&c->v, c->e);
-			fl->linked = 0;
-		}
+		syncmem__keytab_unlink(&c->v, c->e);
 		followers = __atomic_load_n(&c->e->refs, __ATOMIC_RELAXED) - 1;
 		syncmem__keytab_unlock(c->r, &c->v);
 	}
 	/* Release: the result bytes happen before a follower reads them. */
-	__atomic_store_n(&fl->done, FLIGHT_DONE, __ATOMIC_RELEASE);
+	__atomic_store_n(&fl->done, FLIGHT_GEN(c->running) | FLIGHT_DONE, __ATOMIC_RELEASE);
 	if (followers)
 		syncmem_notify(c->r, &fl->done, UINT32_MAX);
 	syncmem__guard_disarm(c->guard);
@@ -339,9 +425,12 @@ static int flight_outcome(struct flight_call *c, const void **data)
 	int32_t error = __atomic_load_n(&fl->error, __ATOMIC_RELAXED);
 
 	*data = NULL;
-	if (done == FLIGHT_DIED)
+	/* Another flight's word: only a peer writes one while we count in ours. */
+	if (FLIGHT_GEN(done) != FLIGHT_GEN(c->running))
+		return -EUCLEAN;
+	if (FLIGHT_STATE(done) == FLIGHT_DIED)
 		return -EOWNERDEAD;
-	if (done != FLIGHT_DONE || error > 0 || error < -FLIGHT_MAX_ERRNO)
+	if (FLIGHT_STATE(done) != FLIGHT_DONE || error > 0 || error < -FLIGHT_MAX_ERRNO)
 		return -EUCLEAN;
 	if (error)
 		return error;
@@ -355,12 +444,13 @@ static int flight_outcome(struct flight_call *c, const void **data)
 static int flight_follow(struct flight_call *c)
 {
 	struct flight *fl = entry_flight(c->e);
-	uint32_t changed = 0;
+	uint32_t changed = 0, done;
 	int ret;
 
-	/* Acquire: as in flight_outcome(). */
-	while (__atomic_load_n(&fl->done, __ATOMIC_ACQUIRE) == FLIGHT_RUNNING) {
-		ret = syncmem__wait(c->r, &fl->done, 4, FLIGHT_RUNNING, SYNCMEM_FOREVER);
+	/* Acquire: as in flight_outcome(). Another generation: see there. */
+	while (FLIGHT_STATE(done = __atomic_load_n(&fl->done, __ATOMIC_ACQUIRE)) ==
+	       FLIGHT_RUNNING && FLIGHT_GEN(done) == FLIGHT_GEN(c->running)) {
+		ret = syncmem__wait(c->r, &fl->done, 4, done, SYNCMEM_FOREVER);
 		if (ret < 0)
 			return ret;
 		/* The word keeps changing under us: give up at last. */
@@ -453,7 +543,8 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	op->cb_arg = cb_arg;
 	if (!op->c.leader) {
 		ret = syncmem__wait_async(loop, r, &entry_flight(op->c.e)->done, 4,
-					  FLIGHT_RUNNING, SYNCMEM_FOREVER, flight_op_step, op,
+					  FLIGHT_GEN(op->c.running) | FLIGHT_RUNNING,
+					  SYNCMEM_FOREVER, flight_op_step, op,
 					  true, NULL);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;

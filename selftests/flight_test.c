@@ -6,10 +6,52 @@
  * dead flights never fill the table, result and table limits, errnos.
  */
 #define _GNU_SOURCE
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 
 #include "kselftest_harness.h"
 #include "syncmem_test.h"
+
+/*
+ * This test is linked with -Wl,--wrap=ioctl: every ioctl() of the library
+ * comes here first. A process that sets kill_at_arm to N dies of SIGKILL
+ * at its |N|-th SYNCMEM_IOC_ARM_ON_CLOSE: just before making it (N > 0),
+ * or just after it returned (N < 0). A leader so stops at each step of
+ * starting its flight, every time at the same one.
+ */
+static int kill_at_arm;
+static int arms_made;
+
+int __real_ioctl(int fd, unsigned long req, ...);
+int __wrap_ioctl(int fd, unsigned long req, ...);
+
+static void die_now(void)
+{
+	kill(getpid(), SIGKILL);
+	for (;;)
+		pause();
+}
+
+int __wrap_ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+	int ret;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (req != SYNCMEM_IOC_ARM_ON_CLOSE || !kill_at_arm)
+		return __real_ioctl(fd, req, arg);
+	if (++arms_made == kill_at_arm)
+		die_now();
+	ret = __real_ioctl(fd, req, arg);
+	if (arms_made == -kill_at_arm)
+		die_now();
+	return ret;
+}
 
 #define BLOCK		256
 #define NBLOCKS		32
@@ -340,6 +382,114 @@ TEST_F_TIMEOUT(flight, dead_flights_of_other_keys_never_fill_the_table, 300)
 	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
 }
 
+/* One call of @key in a child, given @ms: its result, or INT_MIN if it did not return. */
+static int bounded_flight(struct syncmem_region *r, struct syncmem_flight *f,
+			  struct fshared *sh, const char *key, int ms)
+{
+	struct pollfd pfd;
+	int p[2], ret = INT_MIN;
+	pid_t pid;
+
+	if (pipe(p))
+		return INT_MIN;
+	pid = fork();
+	if (pid == 0) {
+		struct fn_arg a = { r, sh };
+		char buf[BLOCK];
+
+		ret = syncmem_flight_do(r, f, key, strlen(key), flight_fn, &a, buf, sizeof(buf));
+		_exit(write(p[1], &ret, sizeof(ret)) == sizeof(ret) ? 0 : 1);
+	}
+	pfd = (struct pollfd){ .fd = p[0], .events = POLLIN };
+	if (pid < 0 || poll(&pfd, 1, ms) != 1 || read(p[0], &ret, sizeof(ret)) != sizeof(ret)) {
+		ret = INT_MIN;
+		if (pid > 0)
+			kill(pid, SIGKILL);
+	}
+	if (pid > 0)
+		wait_exit(pid);
+	close(p[0]);
+	close(p[1]);
+	return ret;
+}
+
+/*
+ * Every entry and every result block at once: ENTRIES flights of distinct
+ * keys led from one loop. The number of them that failed.
+ */
+static int fill_table(struct syncmem_region *r, struct syncmem_flight *f, struct fshared *sh)
+{
+	struct caller_result res[ENTRIES];
+	struct fn_arg a = { r, sh };
+	struct syncmem_loop *loop;
+	int bad = 0;
+
+	if (syncmem_loop_new(&loop))
+		return ENTRIES;
+	for (int i = 0; i < ENTRIES; i++) {
+		char key[16];
+		int n = snprintf(key, sizeof(key), "fill-%d", i);
+
+		res[i].ret = 0;
+		if (syncmem_flight_do_async(loop, r, f, key, (size_t)n, flight_fn, &a, async_done,
+					    &res[i]))
+			res[i].ret = -1;
+	}
+	if (syncmem_loop_run(loop))
+		bad++;
+	syncmem_loop_free(loop);
+	for (int i = 0; i < ENTRIES; i++)
+		bad += res[i].ret <= 0;
+	return bad;
+}
+
+/*
+ * A leader killed at each step of starting its flight: before the
+ * on-close action of its count, before that of its death guard, after
+ * both. The key's next caller leads a new flight (or is told the leader
+ * died) at once instead of joining a flight nobody will end, and nothing
+ * the dead leader took is lost: every entry and result block can still be
+ * had at once.
+ */
+TEST_F_TIMEOUT(flight, a_leader_killed_while_it_starts_never_wedges_its_key, 300)
+{
+	static const int steps[] = { 1, 2, -2 };
+
+	self->sh->result_mode = MODE_OK;
+	self->sh->expect_waiters = 0;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		char key[16];
+		pid_t leader;
+		int ret;
+
+		snprintf(key, sizeof(key), "key-%d", steps[i]);
+		atomic_store(&self->sh->runs, 0);
+		leader = fork();
+		ASSERT_LE(0, leader);
+		if (leader == 0) {
+			struct fn_arg a = { self->r, self->sh };
+			char buf[BLOCK];
+
+			kill_at_arm = steps[i];
+			syncmem_flight_do(self->r, self->f, key, strlen(key), flight_fn, &a, buf,
+					  sizeof(buf));
+			_exit(1);	/* the step was never reached */
+		}
+		EXPECT_EQ(128 + SIGKILL, wait_exit(leader));
+		EXPECT_EQ(0, atomic_load(&self->sh->runs));
+		ret = bounded_flight(self->r, self->f, self->sh, key, 10000);
+		EXPECT_TRUE(ret > 0 || ret == -EOWNERDEAD) {
+			TH_LOG("killed at step %d: the next caller got %d%s", steps[i], ret,
+			       ret == INT_MIN ? " (still waiting after 10 s)" : "");
+		}
+		EXPECT_EQ(0, fill_table(self->r, self->f, self->sh)) {
+			TH_LOG("killed at step %d", steps[i]);
+		}
+		EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
+		EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
+	}
+}
+
 /* The blocks of @p that are held, and how many of those are held by @holder. */
 static int held_blocks(struct syncmem_pool *p, uint64_t holder, int *by_holder)
 {
@@ -435,6 +585,20 @@ TEST_F(flight, a_function_asking_for_its_own_key_is_edeadlk)
 	EXPECT_EQ(NBLOCKS, syncmem_pool_free_count(self->pool));
 }
 
+/* A function that reports what syncmem_execute_result() says inside it. */
+static int execute_result_fn(void *arg, void *out, size_t cap, size_t *len)
+{
+	(void)arg;
+	(void)out;
+	(void)cap;
+	*len = 0;
+#ifdef EXECUTE_RESULT_MISSING
+	return 0;
+#else
+	return syncmem_execute_result() ? -EIO : 0;
+#endif
+}
+
 TEST_F(flight, limits_and_errors)
 {
 	size_t table_len = syncmem_flight_footprint(ENTRIES);
@@ -466,6 +630,9 @@ TEST_F(flight, limits_and_errors)
 		for (int i = 0; i < NBLOCKS; i++)
 			syncmem_pool_free(self->pool, blocks[i]);
 	}
+	/* A leader takes over nothing: its function is never told of a death. */
+	EXPECT_EQ(0, syncmem_flight_do(self->r, self->f, "er", 2, execute_result_fn, NULL, buf,
+				       sizeof(buf)));
 	/* The caller's buffer too small for the result. */
 	EXPECT_EQ(-EMSGSIZE, syncmem_flight_do(self->r, self->f, "key", 3, flight_fn, &a, small,
 					       sizeof(small)));

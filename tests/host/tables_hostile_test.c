@@ -269,7 +269,7 @@ static struct flight *planted_flight(struct tables *t)
 		return NULL;
 	e->refs = 1;
 	fl = entry_flight(e);
-	*fl = (struct flight){ .result_off = block, .linked = 1, .done = FLIGHT_DONE };
+	*fl = (struct flight){ .result_off = block, .done = FLIGHT_DONE };
 	memcpy(syncmem_pool_ptr(t->pool, block), "result", 6);
 	fl->result_len = 6;
 	return fl;
