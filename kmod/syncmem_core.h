@@ -58,9 +58,21 @@ struct syncmem_waiter {
 	bool async;
 	bool observer;			/* read-only region fd: never handed off */
 	u8 size;			/* of its word, 4 or 8 */
-	u8 handoff_flags;		/* once claimed by a HANDOFF: its flags */
+	/*
+	 * Once claimed by a HANDOFF: its flags and its size, which may
+	 * differ from @size (SYNCMEM_W_HANDOFF_*); 0 until then.
+	 */
+	u8 handoff;
 	u64 owner;			/* owner waits: the id it waits as, else 0 */
 };
+
+/*
+ * struct syncmem_waiter.handoff: the HANDOFF's SYNCMEM_HANDOFF_* flags,
+ * and the size of its word as one of these bits (never 0 once noted).
+ */
+#define SYNCMEM_W_HANDOFF_4	0x40
+#define SYNCMEM_W_HANDOFF_8	0x80
+static_assert(SYNCMEM_HANDOFF_FLAGS < SYNCMEM_W_HANDOFF_4);
 
 /* A blocked WAIT: on its task's stack, or away from its call (away.c). */
 struct syncmem_sync_waiter {

@@ -377,18 +377,23 @@ struct syncmem_wake_op {
 };
 
 /*
- * Under b->lock, before claiming @w for a HANDOFF: note what it would have
- * stored, for a record dropped unread (syncmem_wait_pass_on()). Before the
- * claim, which is the last touch of a sleeper's waiter; its arrival number
- * is done with already.
+ * Under b->lock, before claiming @w for a HANDOFF: note the HANDOFF whole
+ * (value, flags and size: a waiter of either size may be handed a word of
+ * either size), so that a record dropped unread redoes exactly it
+ * (syncmem_wait_pass_on()). Before the claim, which is the last touch of a
+ * sleeper's waiter; its arrival number is done with already.
  */
 static void syncmem_note_handoff(const struct syncmem_wake_op *op,
 				 struct syncmem_waiter *w)
 {
-	if (op->handoff) {
-		w->handoff_value = op->handoff->value;
-		w->handoff_flags = op->handoff->flags;
-	}
+	const struct syncmem_handoff *h = op->handoff;
+
+	lockdep_assert_held(&w->b->lock);
+	if (!h)
+		return;
+	w->handoff_value = h->value;
+	w->handoff = h->flags |
+		     (h->size == 8 ? SYNCMEM_W_HANDOFF_8 : SYNCMEM_W_HANDOFF_4);
 }
 
 /* Under b->lock: claim what this batch may of @q. True if it had to stop. */
@@ -1458,13 +1463,14 @@ void syncmem_waiter_abandon(struct syncmem_region *r, u64 offset,
  * syncmem_wait_pass_on - a completed wait whose record nobody will read
  * @r:		The region of its word (a reference is held by the caller).
  * @offset:	The word.
- * @w:		The waiter (async), claimed with @result.
+ * @w:		The waiter, claimed with @result.
  * @result:	SYNCMEM_WAIT_WOKEN, _HANDED_OFF or _OWNER_DIED.
  *
- * Its handle was closed first. What it was given goes on, as if it had
- * never been queued: a wake-up to the next waiter, a hand-off to the next
- * waiter or else into the word (the store or add it would have made), an
- * owner word to the next waiter or else freed. Process context.
+ * Its handle was closed first, or its thread will never come back. What it
+ * was given goes on, as if it had never been queued: a wake-up to the next
+ * waiter; a HANDOFF's hand-off done again whole (its value, flags and
+ * size, whatever the waiter's size), to the next waiter or else into the
+ * word; an owner word to the next waiter or else freed. Process context.
  */
 void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
 			  const struct syncmem_waiter *w, int result)
@@ -1478,20 +1484,21 @@ void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
 
 	if (w->observer)
 		return;		/* observers are owed nothing */
+	/* A HANDOFF's, to any waiter: it goes on as that HANDOFF. */
+	if (result == SYNCMEM_WAIT_HANDED_OFF && w->handoff) {
+		h = (struct syncmem_handoff){
+			.offset = offset,
+			.value = w->handoff_value,
+			.size = w->handoff & SYNCMEM_W_HANDOFF_8 ? 8 : 4,
+			.flags = w->handoff & SYNCMEM_HANDOFF_FLAGS,
+		};
+		syncmem_handoff(r, &h);
+		return;
+	}
 	if (w->owner) {
 		op.decide = result == SYNCMEM_WAIT_WOKEN ? syncmem_owner_poke_decide :
 			    syncmem_owner_give_up_decide;
 		syncmem_wake_word(r, &op);
-		return;
-	}
-	if (result == SYNCMEM_WAIT_HANDED_OFF) {
-		h = (struct syncmem_handoff){
-			.offset = offset,
-			.value = w->handoff_value,
-			.size = w->size,
-			.flags = w->handoff_flags,
-		};
-		syncmem_handoff(r, &h);
 		return;
 	}
 	syncmem_notify(r, offset, 1);

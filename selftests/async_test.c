@@ -741,6 +741,87 @@ TEST_F(async, handoff_reaches_an_async_waiter)
 	close(h);
 }
 
+/* Until the 8-byte word at @p holds @v (a pass-on runs in a work item), 5 s at most. */
+static bool await_u64(volatile uint64_t *p, uint64_t v)
+{
+	int64_t end = now_ns() + 5000000000LL;
+
+	while (*p != v && now_ns() < end)
+		usleep(1000);
+	return *p == v;
+}
+
+/*
+ * A waiter of either width, a lock waiter too, is handed a word of either
+ * width. When its record is dropped unread, the HANDOFF is done again as it
+ * was made: its size, flags and value, not the waiter's size.
+ */
+TEST_F(async, a_dropped_handoff_goes_on_as_the_handoff_was_made)
+{
+	int rfd = syncmem_region_fd(self->r);
+	volatile uint64_t *a = (volatile uint64_t *)&self->sh->words[0];	/* offset 80 */
+	volatile uint64_t *b = (volatile uint64_t *)&self->sh->words[2];	/* offset 88 */
+	struct syncmem_wait_async w = {
+		.region_fd = rfd, .deadline_ns = SYNCMEM_NO_DEADLINE, .user_data = 1,
+	};
+	struct syncmem_owner me = { .flags = SYNCMEM_OWNER_PROCESS };
+	struct syncmem_handoff ho;
+	int h;
+
+	ASSERT_EQ(80, (char *)a - (char *)self->sh);
+
+	/* An 8-byte waiter handed a 4-byte store: the word after it is not its. */
+	*a = 0;
+	h = dev_open();
+	ASSERT_LE(0, h);
+	w.offset = 80;
+	w.size = 8;
+	w.expected = 0;
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_ioctl(h, SYNCMEM_IOC_WAIT_ASYNC, &w));
+	self->sh->words[1] = 0xabcd1234;
+	ho = (struct syncmem_handoff){ .offset = 80, .value = 7, .size = 4 };
+	ASSERT_EQ(SYNCMEM_HANDOFF_WOKE, raw_ioctl(rfd, SYNCMEM_IOC_HANDOFF, &ho));
+	close(h);
+	EXPECT_TRUE(await_u64(a, 0xabcd123400000007ULL)) {
+		TH_LOG("8-byte word at 80: %#llx", (unsigned long long)*a);
+	}
+
+	/* A 4-byte waiter handed an 8-byte addition: all of it is added. */
+	*b = 5;
+	h = dev_open();
+	ASSERT_LE(0, h);
+	w.offset = 88;
+	w.size = 4;
+	w.expected = 5;
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_ioctl(h, SYNCMEM_IOC_WAIT_ASYNC, &w));
+	ho = (struct syncmem_handoff){
+		.offset = 88, .value = 1ULL << 32, .size = 8, .flags = SYNCMEM_HANDOFF_ADD,
+	};
+	ASSERT_EQ(SYNCMEM_HANDOFF_WOKE, raw_ioctl(rfd, SYNCMEM_IOC_HANDOFF, &ho));
+	close(h);
+	EXPECT_TRUE(await_u64(b, (1ULL << 32) + 5)) {
+		TH_LOG("8-byte word at 88: %#llx", (unsigned long long)*b);
+	}
+
+	/* A lock waiter a HANDOFF picked passes on that HANDOFF: the word gets its value. */
+	h = dev_open();
+	ASSERT_LE(0, h);
+	ASSERT_EQ(0, raw_ioctl(h, SYNCMEM_IOC_OWNER, &me));
+	*a = me.id;
+	w.offset = 80;
+	w.size = 8;
+	w.expected = me.id;
+	w.flags = SYNCMEM_WAIT_ASYNC_OWNER;
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_ioctl(h, SYNCMEM_IOC_WAIT_ASYNC, &w));
+	ho = (struct syncmem_handoff){ .offset = 80, .value = 9, .size = 8 };
+	ASSERT_EQ(SYNCMEM_HANDOFF_WOKE, raw_ioctl(rfd, SYNCMEM_IOC_HANDOFF, &ho));
+	close(h);
+	EXPECT_TRUE(await_u64(a, 9)) {
+		TH_LOG("8-byte word at 80: %#llx", (unsigned long long)*a);
+	}
+	EXPECT_EQ(0, region_waiters(self->r));
+}
+
 TEST_F(async, raw_interface_and_bad_arguments)
 {
 	struct syncmem_wait_async w;
