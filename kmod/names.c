@@ -368,6 +368,12 @@ bool syncmem_region_is_named(struct syncmem_region *r)
 /* Entries gathered under the mutex at a time, copied out after. */
 #define SYNCMEM_LIST_BATCH	16
 
+/*
+ * What anybody in the namespace sees of @r: what ls -l shows of a file in
+ * /dev/shm. Its live counts only if its mode lets the caller read it (as
+ * for a read-only open, the LSMs aside): they tell when its users come and
+ * go, wait and wake.
+ */
 static void syncmem_entry_fill(struct syncmem_region_entry *e,
 			       struct syncmem_region *r)
 {
@@ -376,11 +382,17 @@ static void syncmem_entry_fill(struct syncmem_region_entry *e,
 	syncmem_region_owner(r, &e->uid, &e->gid);
 	e->mode = r->mode;
 	e->name_len = r->name_len;
+	e->id = r->id;
+	memcpy(e->name, r->name, r->name_len);
+	if (!syncmem_fs_may_read(r)) {
+		e->files = SYNCMEM_COUNT_HIDDEN;
+		e->mappings = SYNCMEM_COUNT_HIDDEN;
+		e->waiters = SYNCMEM_COUNT_HIDDEN;
+		return;
+	}
 	e->files = atomic_long_read(&r->nr_files);
 	e->mappings = atomic_long_read(&r->nr_mappings);
 	e->waiters = atomic_read(&r->nr_waiters);
-	e->id = r->id;
-	memcpy(e->name, r->name, r->name_len);
 }
 
 /* Up to @max entries of @ns after @cursor, in creation order. */

@@ -277,6 +277,7 @@ struct inode *syncmem_fs_inode(struct syncmem_region *r);
 struct file *syncmem_fs_file(struct syncmem_region *r, bool rdonly,
 			     const struct file_operations *fops);
 int syncmem_fs_permission(struct syncmem_region *r, bool rdonly);
+bool syncmem_fs_may_read(struct syncmem_region *r);
 
 /* region.c */
 struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,

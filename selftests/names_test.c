@@ -345,6 +345,127 @@ TEST_F(names, syncmemctl_lists_names_with_hostile_bytes_escaped)
 	close(fd);
 }
 
+/* What a user who may not open a region saw of it (filled by a child). */
+struct hidden_view {
+	int listed;			/* entries found, or -errno */
+	int open_err;			/* opening the 0600 region read-only */
+	struct syncmem_region_entry a, b;
+	int userns_err;			/* unshare(CLONE_NEWUSER) */
+	struct syncmem_region_entry a_userns;	/* a, seen with all caps there */
+	int ctl_status;
+	char ctl[8192], ctl_json[8192];
+};
+
+/*
+ * Another user lists the namespace: of a 0600 region it sees what ls -l
+ * shows of /dev/shm (name, size, owner, group, mode), never its live
+ * counts, which would tell when its users come and go, wait and wake; of a
+ * region it may open it sees them all. syncmemctl shows "-" (JSON null)
+ * for what it may not see.
+ */
+TEST_F(names, list_hides_live_counts_of_regions_the_caller_may_not_open)
+{
+	static struct syncmem_region_entry all[SYNCMEM_REGION_LIST_MAX];
+	const struct syncmem_region_entry *e;
+	struct hidden_view *v;
+	char want[160], *line;
+	uint64_t cursor = 0;
+	int fa, fb, h, n;
+	void *map;
+	pid_t pid;
+
+	ASSERT_EQ(0, access("../tools/syncmemctl", X_OK)) TH_LOG("run from the built selftests");
+	v = mmap(NULL, sizeof(*v), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, v);
+	umask(0);
+	fa = raw_region_open(self->dev, self->a, SYNCMEM_REGION_CREATE, 2 * PG, 0600, NULL);
+	ASSERT_LE(0, fa);
+	fb = raw_region_open(self->dev, self->b, SYNCMEM_REGION_CREATE, PG, 0644, NULL);
+	ASSERT_LE(0, fb);
+	map = mmap(NULL, 2 * PG, PROT_READ, MAP_SHARED, fa, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	h = dev_open();
+	ASSERT_LE(0, h);
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_wait_async(h, fa, 0, 0, SYNCMEM_NO_DEADLINE, 1));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int dev;
+
+		if (become_nobody())
+			_exit(2);
+		dev = dev_open();
+		v->open_err = raw_region_open(dev, self->a, SYNCMEM_REGION_RDONLY, 0, 0, NULL);
+		v->listed = list(dev, all, SYNCMEM_REGION_LIST_MAX, &cursor);
+		for (int i = 0; i < v->listed; i++) {
+			if (all[i].name_len == strlen(self->a) && !strcmp(all[i].name, self->a))
+				v->a = all[i];
+			if (all[i].name_len == strlen(self->b) && !strcmp(all[i].name, self->b))
+				v->b = all[i];
+		}
+		v->ctl_status = syncmemctl("regions", v->ctl, sizeof(v->ctl)) |
+				syncmemctl("regions --json", v->ctl_json, sizeof(v->ctl_json));
+		/* Every capability in a user namespace of its own: not over root's. */
+		v->userns_err = unshare(CLONE_NEWUSER) ? -errno : 0;
+		cursor = 0;
+		n = list(dev, all, SYNCMEM_REGION_LIST_MAX, &cursor);
+		for (int i = 0; i < n; i++)
+			if (all[i].name_len == strlen(self->a) && !strcmp(all[i].name, self->a))
+				v->a_userns = all[i];
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_exit(pid));
+	EXPECT_EQ(-EACCES, v->open_err);
+	EXPECT_LE(2, v->listed);
+	/* The 0600 region: ls -l's columns, and no live counts. */
+	EXPECT_EQ(2 * PG, v->a.size);
+	EXPECT_EQ(0, v->a.uid);
+	EXPECT_EQ(0, v->a.gid);
+	EXPECT_EQ(0600, v->a.mode);
+	EXPECT_EQ(strlen(self->a), v->a.name_len);
+	EXPECT_EQ(SYNCMEM_COUNT_HIDDEN, v->a.files);
+	EXPECT_EQ(SYNCMEM_COUNT_HIDDEN, v->a.mappings);
+	EXPECT_EQ(SYNCMEM_COUNT_HIDDEN, v->a.waiters);
+	EXPECT_EQ(0, v->userns_err);
+	EXPECT_EQ(0600, v->a_userns.mode);
+	EXPECT_EQ(SYNCMEM_COUNT_HIDDEN, v->a_userns.files);
+	EXPECT_EQ(SYNCMEM_COUNT_HIDDEN, v->a_userns.waiters);
+	/* The 0644 region opens read-only: its counts are the caller's to see. */
+	EXPECT_EQ(0644, v->b.mode);
+	EXPECT_EQ(1, v->b.files);
+	EXPECT_EQ(0, v->b.mappings);
+	EXPECT_EQ(0, v->b.waiters);
+	/* Its owner sees them all. */
+	n = list(self->dev, all, SYNCMEM_REGION_LIST_MAX, &cursor);
+	e = find_entry(all, n, self->a);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(1, e->files);
+	EXPECT_EQ(1, e->mappings);
+	EXPECT_EQ(1, e->waiters);
+
+	EXPECT_EQ(0, v->ctl_status);
+	line = strstr(v->ctl, self->a);
+	ASSERT_NE(NULL, line) TH_LOG("%s", v->ctl);
+	while (line > v->ctl && line[-1] != '\n')
+		line--;
+	/* SIZE UID GID MODE FILES MAPPINGS WAITERS OBJECTS NAME */
+	snprintf(want, sizeof(want), "%-12d %6d %6d %05o %6s %8s %7s %7s  %s\n",
+		 2 * PG, 0, 0, 0600, "-", "-", "-", "-", self->a);
+	EXPECT_EQ(0, strncmp(line, want, strlen(want))) TH_LOG("%.100s", line);
+	line = strstr(v->ctl_json, self->a);
+	ASSERT_NE(NULL, line) TH_LOG("%s", v->ctl_json);
+	EXPECT_NE(NULL, strstr(line, "\"files\":null")) TH_LOG("%.300s", line);
+	EXPECT_NE(NULL, strstr(line, "\"mappings\":null"));
+	EXPECT_NE(NULL, strstr(line, "\"waiters\":null"));
+
+	close(h);
+	munmap(map, 2 * PG);
+	close(fa);
+	close(fb);
+	munmap(v, sizeof(*v));
+}
+
 /*
  * A child that dies in an IPC namespace of its own holding @shm_size bytes
  * of SysV memory (which lives exactly as long as the namespace) and a name.

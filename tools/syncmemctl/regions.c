@@ -24,6 +24,26 @@ static int count_objects(const struct syncmem_region_entry *e)
 	return n;
 }
 
+/*
+ * A live count, or "-" (JSON null) for one of a region the caller may not
+ * open: the kernel shows others only what ls -l shows of /dev/shm.
+ */
+static void print_count(uint64_t v, int width)
+{
+	if (v == SYNCMEM_COUNT_HIDDEN)
+		printf("%*s ", width, "-");
+	else
+		printf("%*llu ", width, (unsigned long long)v);
+}
+
+static void json_count(struct json *j, const char *key, uint64_t v)
+{
+	if (v == SYNCMEM_COUNT_HIDDEN)
+		json_null(j, key);
+	else
+		json_uint(j, key, v);
+}
+
 int cmd_regions(const struct options *o)
 {
 	struct region_list l;
@@ -51,9 +71,9 @@ int cmd_regions(const struct options *o)
 			json_uint(&j, "uid", e->uid);
 			json_uint(&j, "gid", e->gid);
 			json_mode(&j, "mode", e->mode);
-			json_uint(&j, "files", e->files);
-			json_uint(&j, "mappings", e->mappings);
-			json_uint(&j, "waiters", e->waiters);
+			json_count(&j, "files", e->files);
+			json_count(&j, "mappings", e->mappings);
+			json_count(&j, "waiters", e->waiters);
 			if (objects < 0)
 				json_null(&j, "objects");
 			else
@@ -61,9 +81,11 @@ int cmd_regions(const struct options *o)
 			json_object_end(&j);
 			continue;
 		}
-		printf("%-12llu %6u %6u %05o %6llu %8llu %7llu ", (unsigned long long)e->size,
-		       e->uid, e->gid, e->mode, (unsigned long long)e->files,
-		       (unsigned long long)e->mappings, (unsigned long long)e->waiters);
+		printf("%-12llu %6u %6u %05o ", (unsigned long long)e->size,
+		       e->uid, e->gid, e->mode);
+		print_count(e->files, 6);
+		print_count(e->mappings, 8);
+		print_count(e->waiters, 7);
 		if (objects < 0)
 			printf("%7s  ", "-");
 		else

@@ -192,7 +192,8 @@ struct syncmem_region_info {
  * @gid:	Group, likewise.
  * @mode:	Permission bits.
  * @name_len:	Bytes of @name used.
- * @files:	As in struct syncmem_region_info.
+ * @files:	As in struct syncmem_region_info, or SYNCMEM_COUNT_HIDDEN
+ *		when the region's mode does not let the caller read it.
  * @mappings:	Likewise.
  * @waiters:	Likewise.
  * @id:		The name's position for the cursor (increases with creation).
@@ -211,6 +212,9 @@ struct syncmem_region_entry {
 	char name[SYNCMEM_NAME_MAX + 1];
 };
 
+/* struct syncmem_region_entry: a count the caller may not see. */
+#define SYNCMEM_COUNT_HIDDEN		(~(__u64)0)
+
 /* Most entries one REGION_LIST call returns. */
 #define SYNCMEM_REGION_LIST_MAX		4096
 
@@ -225,8 +229,12 @@ struct syncmem_region_entry {
  *		when none was).
  *
  * Names are listed in creation order; names created or unlinked between two
- * calls appear or not, but none is listed twice. What is listed is what
- * ls -l shows of /dev/shm, so any caller in the namespace may list.
+ * calls appear or not, but none is listed twice. Any caller in the
+ * namespace may list. Each entry shows what ls -l shows of a file in
+ * /dev/shm: name, size, owner, group and mode. The live counts are shown
+ * only of regions whose mode lets the caller read them (or with
+ * CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH); the others' are
+ * SYNCMEM_COUNT_HIDDEN.
  * Returns 0; -EFAULT, -EINVAL, -ENOMEM.
  */
 struct syncmem_region_list {
