@@ -71,6 +71,9 @@ REPROS := $(patsubst tools/fuzz/repro/%.c,$(BUILD)/tools/repro/%,$(wildcard tool
 # The module's own sources: not the syncmem.mod.c a build writes next to them.
 KMOD_OWN := $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h) kmod/Kbuild
 KMOD_SRCS := $(KMOD_OWN) include/uapi/linux/syncmem.h include/syncmem_version.h
+# The modules built for the VM have the test-only hooks the selftests use
+# (Documentation/syncmem/testing.rst); kmod/syncmem.ko and DKMS do not.
+TEST_HOOKS := SYNCMEM_TEST_HOOKS=y
 # Build directories for other kernels hold links to the sources, and nothing
 # generated is ever shared: a link to kmod/syncmem.mod.c would let one
 # kernel's build write another's module info (vermagic, symbol CRCs).
@@ -103,21 +106,21 @@ kmod-stock: $(BUILD)/kmod-stock/syncmem.ko
 $(BUILD)/kmod-stock/syncmem.ko: $(KMOD_SRCS)
 	@test -n "$(STOCK_HEADERS)" || { echo "no linux-headers-6.1*-amd64: run 'make deps'"; exit 1; }
 	@$(call kmod_links,$(BUILD)/kmod-stock)
-	$(MAKE) -C $(STOCK_HEADERS) M=$(BUILD)/kmod-stock SYNCMEM_ROOT=$(ROOT) W=1 modules
+	$(MAKE) -C $(STOCK_HEADERS) M=$(BUILD)/kmod-stock SYNCMEM_ROOT=$(ROOT) $(TEST_HOOKS) W=1 modules
 
 # The same sources built against the debug kernel tree, in build/kmod-debug.
 kmod-debug: $(BUILD)/kmod-debug/syncmem.ko
 $(BUILD)/kmod-debug/syncmem.ko: $(KMOD_SRCS) tools/vm/base.config tools/vm/debug.config
 	@tree=$$($(ROOT)/tools/vm/build-kernel debug) && \
 	$(call kmod_links,$(BUILD)/kmod-debug) && \
-	$(MAKE) -C $$tree M=$(BUILD)/kmod-debug SYNCMEM_ROOT=$(ROOT) W=1 modules
+	$(MAKE) -C $$tree M=$(BUILD)/kmod-debug SYNCMEM_ROOT=$(ROOT) $(TEST_HOOKS) W=1 modules
 
 # The same sources built against Debian's PREEMPT_RT headers, in build/kmod-rt.
 kmod-rt: $(BUILD)/kmod-rt/syncmem.ko
 $(BUILD)/kmod-rt/syncmem.ko: $(KMOD_SRCS)
 	@test -n "$(RT_HEADERS)" || { echo "no linux-headers-6.1*-rt-amd64: run 'make deps'"; exit 1; }
 	@$(call kmod_links,$(BUILD)/kmod-rt)
-	$(MAKE) -C $(RT_HEADERS) M=$(BUILD)/kmod-rt SYNCMEM_ROOT=$(ROOT) W=1 modules
+	$(MAKE) -C $(RT_HEADERS) M=$(BUILD)/kmod-rt SYNCMEM_ROOT=$(ROOT) $(TEST_HOOKS) W=1 modules
 
 # The same sources built against the 6.12 kernel tree (tools/vm/build-kernel 6.12),
 # under sparse (C=1: each file is checked as it is compiled), the log kept
@@ -127,7 +130,7 @@ $(BUILD)/kmod-6.12/syncmem.ko: $(KMOD_SRCS) tools/vm/base.config tools/vm/6.12.c
 	@tree=$$($(ROOT)/tools/vm/build-kernel 6.12) && \
 	$(call kmod_links,$(BUILD)/kmod-6.12) && \
 	rm -f $(BUILD)/kmod-6.12/*.o && \
-	set -o pipefail && $(MAKE) -C $$tree M=$(BUILD)/kmod-6.12 SYNCMEM_ROOT=$(ROOT) W=1 C=1 \
+	set -o pipefail && $(MAKE) -C $$tree M=$(BUILD)/kmod-6.12 SYNCMEM_ROOT=$(ROOT) $(TEST_HOOKS) W=1 C=1 \
 		CF="-Wsparse-error" modules 2>&1 | tee $(BUILD)/kmod-6.12/build.log
 
 # ---- library ----------------------------------------------------------------

@@ -40,8 +40,10 @@
  * region, the check every waiter away, and each is charged to the memory
  * cgroup of its thread; a thread has at most one.
  */
+#include <linux/delay.h>
 #include <linux/fdtable.h>
 #include <linux/hashtable.h>
+#include <linux/moduleparam.h>
 #include <linux/rculist.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
@@ -76,6 +78,30 @@ static bool syncmem_away_dying;			/* the module is going */
 
 static void syncmem_away_check(struct work_struct *work);
 static DECLARE_DELAYED_WORK(syncmem_away_work, syncmem_away_check);
+
+#ifdef SYNCMEM_TEST_HOOKS
+/*
+ * Test only (Documentation/syncmem/testing.rst): widen the window between
+ * a waiter being listed away and its thread looking for its fd, so that a
+ * test can close the fd there.
+ */
+static unsigned int syncmem_test_park_delay_ms;
+module_param_named(test_away_park_delay_ms, syncmem_test_park_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_away_park_delay_ms,
+		 "Test only: ms a waiter going away sleeps once listed (default 0)");
+
+static void syncmem_away_park_test_delay(void)
+{
+	unsigned int ms = READ_ONCE(syncmem_test_park_delay_ms);
+
+	if (ms)
+		msleep(ms);
+}
+#else
+static inline void syncmem_away_park_test_delay(void)
+{
+}
+#endif
 
 struct syncmem_sync_waiter *syncmem_away_waiter(struct syncmem_away *a)
 {
@@ -270,6 +296,7 @@ bool syncmem_away_park(struct syncmem_region *r, struct file *file,
 		syncmem_away_arm(SYNCMEM_AWAY_CHECK);
 	spin_unlock(&syncmem_away_lock);
 	*ap = NULL;
+	syncmem_away_park_test_delay();
 	/*
 	 * Listed first, then is the call's file still installed? A close
 	 * takes the fd out of the table before its flush looks at the list:
