@@ -175,14 +175,14 @@ struct task_struct *syncmem_away_task(const struct syncmem_sync_waiter *sw)
 	return container_of(sw, struct syncmem_away, sw)->task;
 }
 
-/**
- * syncmem_away_take - the calling thread's waiter away, out of the table
- *
- * Returns NULL if it has none. The caller takes it up (syncmem_away_keep())
- * or ends it (syncmem_away_end()). One its thread has exec'd away from
- * (which wakers passed over) is ended here: it must never come back.
+/*
+ * The calling thread's waiter away, taken out of the table: the caller owns
+ * it. NULL if it has none, or if another thread unlisted it first (a region
+ * fd close, the check): that one owns it and may free it at once. Found
+ * afresh, never through a pointer kept from before: nothing but the table
+ * keeps a waiter away alive.
  */
-struct syncmem_away *syncmem_away_take(void)
+static struct syncmem_away *syncmem_away_unlist_mine(void)
 {
 	struct task_struct *me = current;
 	struct syncmem_away *a, *found = NULL;
@@ -194,7 +194,7 @@ struct syncmem_away *syncmem_away_take(void)
 	hash_for_each_possible_rcu(syncmem_away_hash, a, hash_node, (unsigned long)me) {
 		if (a->task != me)
 			continue;
-		/* Another thread closing a region fd may have ended it. */
+		/* Not freed before rcu_read_unlock(); unlisted maybe. */
 		spin_lock(&syncmem_away_lock);
 		if (a->listed) {
 			syncmem_away_unlist(a);
@@ -204,6 +204,20 @@ struct syncmem_away *syncmem_away_take(void)
 		break;
 	}
 	rcu_read_unlock();
+	return found;
+}
+
+/**
+ * syncmem_away_take - the calling thread's waiter away, out of the table
+ *
+ * Returns NULL if it has none. The caller takes it up (syncmem_away_keep())
+ * or ends it (syncmem_away_end()). One its thread has exec'd away from
+ * (which wakers passed over) is ended here: it must never come back.
+ */
+struct syncmem_away *syncmem_away_take(void)
+{
+	struct syncmem_away *found = syncmem_away_unlist_mine();
+
 	if (found && syncmem_away_lost(found)) {
 		syncmem_away_end(found);
 		found = NULL;
@@ -261,7 +275,6 @@ bool syncmem_away_park(struct syncmem_region *r, struct file *file,
 		       struct syncmem_away **ap)
 {
 	struct syncmem_away *a = *ap;
-	bool ours;
 
 	if (a) {
 		if (syncmem_waiter_set_task(&a->sw, NULL) != SYNCMEM_W_QUEUED)
@@ -295,7 +308,9 @@ bool syncmem_away_park(struct syncmem_region *r, struct file *file,
 	if (!delayed_work_pending(&syncmem_away_work))
 		syncmem_away_arm(SYNCMEM_AWAY_CHECK);
 	spin_unlock(&syncmem_away_lock);
+	/* Listed: no longer ours. The table's now, or whoever unlists it. */
 	*ap = NULL;
+	a = NULL;
 	syncmem_away_park_test_delay();
 	/*
 	 * Listed first, then is the call's file still installed? A close
@@ -304,13 +319,10 @@ bool syncmem_away_park(struct syncmem_region *r, struct file *file,
 	 */
 	if (iterate_fd(current->files, 0, syncmem_fd_is, file))
 		return true;
-	spin_lock(&syncmem_away_lock);
-	ours = a->listed;
-	if (ours)
-		syncmem_away_unlist(a);
-	spin_unlock(&syncmem_away_lock);
-	if (!ours)
-		return true;	/* the flush took it: it ends it */
+	/* Ours again if still listed; else the flush took it and ends it. */
+	a = syncmem_away_unlist_mine();
+	if (!a)
+		return true;
 	*ap = a;
 	syncmem_waiter_set_task(&a->sw, current);	/* ours again */
 	return false;
