@@ -489,4 +489,92 @@ TEST_F(signals, a_waiter_whose_fd_is_closed_does_not_stay_queued)
 	}
 }
 
+/* The state letter of thread @tid of this process (/proc: R, S, D...), or 0. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* The thread of the one waiter of @r once it is away (0: not within 10 s). */
+static pid_t await_away(struct syncmem_region *r)
+{
+	struct syncmem_waiter_info w;
+	int64_t end = now_ns() + 10000 * MS;
+
+	while (now_ns() < end) {
+		if (syncmem_waiters(r, NULL, &w, 1) == 1 && (w.flags & SYNCMEM_WAITER_AWAY))
+			return w.tid;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * A waiter going away is listed, then looks for its fd. The test-only hook
+ * test_away_park_delay_ms (testing.rst) holds it between the two; its fd,
+ * the only one of its file, is closed there, so the close's flush ends and
+ * frees the waiter, and the slab shrinkers (drop_caches) make the free
+ * happen before the thread looks. The thread must then leave the waiter to
+ * the flush, never touch it: on the debug kernel KASAN reports any use
+ * after the free.
+ */
+TEST_F(signals, a_close_while_a_waiter_goes_away_leaves_it_to_the_close)
+{
+	struct sigaction sa = { .sa_handler = count_signal };
+	struct syncmem_region *r;
+	struct raw_wait w;
+	char name[64];
+	pthread_t t;
+	int64_t end;
+	pid_t tid;
+	int dev;
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	ASSERT_EQ(0, set_param("test_away_park_delay_ms", 2000)) {
+		TH_LOG("a module built with SYNCMEM_TEST_HOOKS=y is needed");
+	}
+	/* The waiter's file is its own (a dup would share the test's). */
+	snprintf(name, sizeof(name), "signals-%d-park", getpid());
+	ASSERT_EQ(0, syncmem_open(name, 4096, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &r));
+	dev = dev_open();
+	ASSERT_LE(0, dev);
+	w = (struct raw_wait){ .fd = raw_region_open(dev, name, 0, 0, 0, NULL), .ret = 1 };
+	close(dev);
+	ASSERT_LE(0, w.fd);
+	ASSERT_EQ(0, pthread_create(&t, NULL, raw_wait_forever, &w));
+	ASSERT_TRUE(await_waiters(r, 1));
+	pthread_kill(t, SIGUSR1);
+	tid = await_away(r);
+	ASSERT_NE(0, tid);
+	/* Moved to the heap, then listed and asleep in the hook (D). */
+	for (end = now_ns() + 10000 * MS; thread_state(tid) != 'D' && now_ns() < end;)
+		usleep(1000);
+	ASSERT_EQ('D', thread_state(tid));
+	close(w.fd);
+	/* The close cancelled it. */
+	EXPECT_EQ(0, region_waiters(r));
+	EXPECT_EQ(0, write_file("/proc/sys/vm/drop_caches", "2"));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, set_param("test_away_park_delay_ms", 0));
+	/* Its restart found the fd gone. */
+	EXPECT_EQ(-EBADF, w.ret);
+	EXPECT_EQ(0, region_waiters(r));
+	EXPECT_EQ(0, syncmem_unlink(name));
+	syncmem_close(r);
+}
+
 TEST_HARNESS_MAIN
