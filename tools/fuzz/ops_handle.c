@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fuzz.h"
 
@@ -228,6 +229,23 @@ static void disarm(struct thread_ctx *t, const struct obj *h, int slot)
 
 static __thread uint64_t list_cursor;
 
+/*
+ * Does @e's mode let this process read its region? Root reads every one
+ * (CAP_DAC_OVERRIDE); 65534 has no supplementary groups.
+ */
+static bool entry_readable(const struct syncmem_region_entry *e)
+{
+	uint32_t mode = e->mode;
+
+	if (!geteuid())
+		return true;
+	if (e->uid == geteuid())
+		mode >>= 6;
+	else if (e->gid == getegid())
+		mode >>= 3;
+	return mode & 04;
+}
+
 static void region_list(struct thread_ctx *t, const struct obj *h, int slot)
 {
 	struct syncmem_region_entry entries[6];
@@ -261,6 +279,13 @@ static void region_list(struct thread_ctx *t, const struct obj *h, int slot)
 			finding("REGION_LIST entry %u: name_len %u id %llu after %llu, not NUL-padded or out of order: %s",
 				i, e->name_len, (unsigned long long)e->id,
 				(unsigned long long)last, what);
+		/* Live counts exactly to those who may read the region. */
+		if ((e->files == SYNCMEM_COUNT_HIDDEN) != !entry_readable(e) ||
+		    (e->mappings == SYNCMEM_COUNT_HIDDEN) != !entry_readable(e) ||
+		    (e->waiters == SYNCMEM_COUNT_HIDDEN) != !entry_readable(e))
+			finding("REGION_LIST entry %u: mode %04o uid %u gid %u, files %lld mappings %lld waiters %lld as uid %u: %s",
+				i, e->mode, e->uid, e->gid, (long long)e->files,
+				(long long)e->mappings, (long long)e->waiters, geteuid(), what);
 		last = e->id;
 	}
 	if (arg.cursor != last)
