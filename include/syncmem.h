@@ -959,6 +959,33 @@ int syncmem_locks_release(struct syncmem_held *h);
 /* 1 once the lock of @h was stolen (its release will return -ECONNABORTED), else 0. */
 int syncmem_locks_stolen(const struct syncmem_held *h);
 
+/* A held lock or a pending request, as syncmem_locks_query() reports it. */
+struct syncmem_lock_info {
+	uint32_t mode;		/* SYNCMEM_LOCKS_SHARED or 0 (exclusive) */
+	int32_t pid;		/* the client's process in the caller's PID namespace, or 0 */
+	uint64_t client;	/* the client's owner id (its process's) */
+	uint32_t len;		/* bytes of @name used */
+	char name[SYNCMEM_LOCKS_NAME_MAX];
+	int64_t since_ns;	/* CLOCK_MONOTONIC time it was granted (held) or queued */
+};
+
+/*
+ * What the manager holds: the held locks in grant order into @held, the
+ * pending requests in queue order into @pending (each name's queue in its
+ * order; requests of different names by the time they were queued).
+ * *@nheld and *@npending carry in the capacity of each array (an array may
+ * be NULL when its capacity is 0) and come back with how many there are;
+ * entries past the capacity are not written. A snapshot taken without
+ * stopping anyone: each entry was true at some moment of the call.
+ * Holds and requests of processes that died are not reported; on a
+ * writable region they are freed as the call finds them. One question to
+ * the kernel per process reported (its pid), one scan of the requests.
+ * 0; -EINVAL (NULL @m, @nheld or @npending, or an array NULL with a
+ * capacity), -ENOMEM.
+ */
+int syncmem_locks_query(struct syncmem_locks *m, struct syncmem_lock_info *held,
+			size_t *nheld, struct syncmem_lock_info *pending, size_t *npending);
+
 /* ---- Introspection: object names, waiters and holders -------------------- */
 
 /*

@@ -998,7 +998,7 @@ static bool name_word(struct locks_req *r, uint64_t id)
  */
 static inline uint64_t norm_id(uint64_t id)
 {
-	return id && id < SYNCMEM_OWNER_NOBODY ? id : SYNCMEM_OWNER_GONE;
+	return syncmem__locks_id(id);
 }
 
 /* The process of a slot's owner word (claimed or not); 0 for a free slot. */
@@ -1566,6 +1566,12 @@ static bool id_in(const uint64_t *ids, size_t n, uint64_t id)
 }
 
 /*
+ * Free everything of processes @dead (sorted) in the whole manager; with
+ * @take_cached also the reqs live threads keep for later.
+ */
+static void forget(struct syncmem_locks *m, const uint64_t *dead, size_t nd, bool take_cached);
+
+/*
  * Free everything of dead processes in the whole manager (one question to
  * the kernel per distinct process); with @take_cached also the reqs live
  * threads keep for later. The number of dead processes, or -errno.
@@ -1576,6 +1582,8 @@ static int sweep(struct syncmem_locks *m, bool take_cached)
 	uint64_t *ids = malloc(sizeof(*ids) * (cap ? cap : 1)), *dead;
 	uint32_t used = LD(&m->h->used_cells);
 	int ret = 0;
+
+	/* Ids sorted: the dead ones, written over the front, stay sorted. */
 
 	if (!ids)
 		return -ENOMEM;
@@ -1608,7 +1616,24 @@ static int sweep(struct syncmem_locks *m, bool take_cached)
 		if (!a)
 			dead[nd++] = ids[i];
 	}
-	for (uint32_t i = 0; !ret && i < m->max_reqs; i++) {
+	if (!ret)
+		forget(m, dead, nd, take_cached);
+	free(ids);
+	return ret < 0 ? ret : (int)nd;
+}
+
+void syncmem__locks_forget(struct syncmem_locks *m, const uint64_t *dead, size_t nd)
+{
+	forget(m, dead, nd, false);
+}
+
+static void forget(struct syncmem_locks *m, const uint64_t *dead, size_t nd, bool take_cached)
+{
+	uint32_t used = LD(&m->h->used_cells);
+
+	if (used > m->max_names)
+		used = m->max_names;
+	for (uint32_t i = 0; i < m->max_reqs; i++) {
 		struct locks_req *r = &m->reqs[i];
 		uint32_t st = LD(&r->state);
 		uint64_t id = norm_id(LD(&r->client));
@@ -1633,7 +1658,7 @@ static int sweep(struct syncmem_locks *m, bool take_cached)
 		cell_settle(m, c);
 		cell_unlock(m, c);
 	}
-	for (uint32_t i = 0; !ret && i < used; i++) {
+	for (uint32_t i = 0; i < used; i++) {
 		struct locks_cell *c = &m->cells[i];
 		bool found = false;
 
@@ -1652,8 +1677,6 @@ static int sweep(struct syncmem_locks *m, bool take_cached)
 		cell_settle(m, c);
 		cell_unlock(m, c);
 	}
-	free(ids);
-	return ret < 0 ? ret : (int)nd;
 }
 
 /* ---- Requests ------------------------------------------------------------ */

@@ -207,4 +207,13 @@ int syncmem__locks_give_up(struct syncmem_locks *m, uint32_t req, int err,
 /* This process's owner id for @m's calls, or -errno. */
 int64_t syncmem__locks_me(struct syncmem_locks *m);
 
+/* Free everything of the dead processes @dead (sorted, @nd of them) in @m. */
+void syncmem__locks_forget(struct syncmem_locks *m, const uint64_t *dead, size_t nd);
+
+/* The process id of a client or owner word as the manager names it (see locks.c). */
+static inline uint64_t syncmem__locks_id(uint64_t id)
+{
+	return id && id < SYNCMEM_OWNER_NOBODY ? id : SYNCMEM_OWNER_GONE;
+}
+
 #endif /* SYNCMEM_LOCKS_H */

@@ -773,6 +773,140 @@ TEST_F(locks, death_inside_the_mutex)
 	EXPECT_EQ(0, syncmem_locks_release(h));
 }
 
+/* A child that takes @name in @flags' mode (blocking), says so in ready[@id], and waits. */
+static pid_t sitter(struct syncmem_locks *m, struct lshared *sh, int id, const char *name,
+		    unsigned flags)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct syncmem_held *h;
+		uint64_t me = 0;
+
+		syncmem_pool_self_id(&me);
+		sh->when[id] = (int64_t)me;
+		if (req(m, name, flags, -1, &h))
+			_exit(10);
+		atomic_store(&sh->ready[id], 1);
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static int info_is(const struct syncmem_lock_info *l, const char *name, uint32_t mode, pid_t pid,
+		   uint64_t client)
+{
+	return l->len == strlen(name) && !memcmp(l->name, name, l->len) && l->mode == mode &&
+	       l->pid == pid && l->client == client;
+}
+
+TEST_F(locks, query_tells_holders_and_queues)
+{
+	struct syncmem_lock_info held[8], pending[8];
+	size_t nh = 8, np = 8;
+	struct syncmem_held *h;
+	pid_t pid[6];
+	uint64_t me = 0;
+
+	ASSERT_EQ(0, syncmem_pool_self_id(&me));
+	/* Held: q1 by us, then q2 shared by A and B. */
+	ASSERT_EQ(0, req(self->m, "q1", 0, -1, &h));
+	pid[0] = sitter(self->m, self->sh, 0, "q2", SYNCMEM_LOCKS_SHARED);
+	ASSERT_EQ(1, await_flag(&self->sh->ready[0], 1));
+	pid[1] = sitter(self->m, self->sh, 1, "q2", SYNCMEM_LOCKS_SHARED);
+	ASSERT_EQ(1, await_flag(&self->sh->ready[1], 1));
+	/* Pending: C shared on q1, D exclusive on q2, E exclusive on q1. */
+	pid[2] = sitter(self->m, self->sh, 2, "q1", SYNCMEM_LOCKS_SHARED);
+	ASSERT_EQ(1, await_waiters(self->r, 1));
+	pid[3] = sitter(self->m, self->sh, 3, "q2", 0);
+	ASSERT_EQ(1, await_waiters(self->r, 2));
+	pid[4] = sitter(self->m, self->sh, 4, "q1", 0);
+	ASSERT_EQ(1, await_waiters(self->r, 3));
+
+	ASSERT_EQ(0, syncmem_locks_query(self->m, held, &nh, pending, &np));
+	ASSERT_EQ(3, nh);
+	ASSERT_EQ(3, np);
+	EXPECT_TRUE(info_is(&held[0], "q1", 0, getpid(), me));
+	EXPECT_TRUE(info_is(&held[1], "q2", SYNCMEM_LOCKS_SHARED, pid[0], self->sh->when[0]));
+	EXPECT_TRUE(info_is(&held[2], "q2", SYNCMEM_LOCKS_SHARED, pid[1], self->sh->when[1]));
+	EXPECT_TRUE(info_is(&pending[0], "q1", SYNCMEM_LOCKS_SHARED, pid[2], self->sh->when[2]));
+	EXPECT_TRUE(info_is(&pending[1], "q2", 0, pid[3], self->sh->when[3]));
+	EXPECT_TRUE(info_is(&pending[2], "q1", 0, pid[4], self->sh->when[4]));
+	for (int i = 1; i < 3; i++) {
+		EXPECT_LT(held[i - 1].since_ns, held[i].since_ns);
+		EXPECT_LT(pending[i - 1].since_ns, pending[i].since_ns);
+	}
+	EXPECT_GE(now_ns(), pending[2].since_ns);
+
+	/* Entries past the capacity are counted, not written. */
+	memset(held, 0x77, sizeof(held));
+	nh = 1;
+	np = 0;
+	ASSERT_EQ(0, syncmem_locks_query(self->m, held, &nh, NULL, &np));
+	EXPECT_EQ(3, nh);
+	EXPECT_EQ(3, np);
+	EXPECT_TRUE(info_is(&held[0], "q1", 0, getpid(), me));
+	EXPECT_EQ(0x77777777u, held[1].mode);
+	nh = np = 0;
+	ASSERT_EQ(0, syncmem_locks_query(self->m, NULL, &nh, NULL, &np));
+	EXPECT_EQ(3, nh);
+	EXPECT_EQ(-EINVAL, syncmem_locks_query(self->m, NULL, &nh, NULL, &np));
+	nh = 0;
+	EXPECT_EQ(-EINVAL, syncmem_locks_query(self->m, NULL, &nh, NULL, NULL));
+	EXPECT_EQ(-EINVAL, syncmem_locks_query(self->m, NULL, NULL, NULL, &np));
+	EXPECT_EQ(-EINVAL, syncmem_locks_query(NULL, NULL, &nh, NULL, &np));
+
+	/* The dead are not reported: B's share, E's request. */
+	kill(pid[1], SIGKILL);
+	kill(pid[4], SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pid[1]));
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pid[4]));
+	nh = np = 8;
+	ASSERT_EQ(0, syncmem_locks_query(self->m, held, &nh, pending, &np));
+	ASSERT_EQ(2, nh);
+	ASSERT_EQ(2, np);
+	EXPECT_TRUE(info_is(&held[1], "q2", SYNCMEM_LOCKS_SHARED, pid[0], self->sh->when[0]));
+	EXPECT_TRUE(info_is(&pending[1], "q2", 0, pid[3], self->sh->when[3]));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	for (int i = 0; i < 5; i++)
+		if (i != 1 && i != 4) {
+			kill(pid[i], SIGKILL);
+			wait_exit(pid[i]);
+		}
+}
+
+TEST(locks_query_on_a_read_only_view)
+{
+	struct syncmem_lock_info held[2], pending[2];
+	size_t nh = 2, np = 2, len = syncmem_locks_footprint(4, 16);
+	struct syncmem_region *rw, *ro;
+	struct syncmem_locks *m, *mro;
+	struct syncmem_held *h;
+	char name[64];
+
+	snprintf(name, sizeof(name), "locks-ro-%d", getpid());
+	ASSERT_EQ(0, syncmem_open(name, 1 << 20, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &rw));
+	ASSERT_EQ(0, syncmem_open(name, 0, SYNCMEM_RDONLY, 0, &ro));
+	syncmem_unlink(name);
+	ASSERT_EQ(0, syncmem_locks_init(rw, syncmem_base(rw), len, &m));
+	ASSERT_EQ(0, req(m, "seen", SYNCMEM_LOCKS_SHARED, -1, &h));
+	ASSERT_EQ(0, syncmem_locks_attach(ro, syncmem_base(ro), &mro));
+	ASSERT_EQ(0, syncmem_locks_query(mro, held, &nh, pending, &np));
+	EXPECT_EQ(1, nh);
+	EXPECT_EQ(0, np);
+	EXPECT_TRUE(info_is(&held[0], "seen", SYNCMEM_LOCKS_SHARED, getpid(), held[0].client));
+	EXPECT_NE(0, held[0].client);
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	nh = np = 2;
+	ASSERT_EQ(0, syncmem_locks_query(mro, held, &nh, pending, &np));
+	EXPECT_EQ(0, nh);
+	syncmem_locks_detach(mro);
+	syncmem_locks_detach(m);
+	syncmem_close(ro);
+	syncmem_close(rw);
+}
+
 /*
  * The kill torture: workers take three names in random modes (some with
  * timeouts, some IF_AVAILABLE) and check that exclusive holders are alone;
