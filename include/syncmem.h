@@ -1005,6 +1005,7 @@ enum {
 	SYNCMEM_OBJ_FLIGHT = 7,	/* a single-flight table */
 	SYNCMEM_OBJ_POOL   = 8,	/* a block pool */
 	SYNCMEM_OBJ_OTHER  = 9,	/* anything else */
+	SYNCMEM_OBJ_LOCKS  = 10,	/* a Web Locks manager: name it with the size given to init */
 };
 
 #define SYNCMEM_OBJECT_NAME_MAX		47	/* bytes, printable ASCII */

@@ -15,7 +15,8 @@ _Static_assert(SYNCMEM_OBJ_WORD == SYNCMEM_KIND_WORD && SYNCMEM_OBJ_LOCK == SYNC
 	       SYNCMEM_OBJ_RWLOCK == SYNCMEM_KIND_RWLOCK && SYNCMEM_OBJ_SEM == SYNCMEM_KIND_SEM &&
 	       SYNCMEM_OBJ_GATE == SYNCMEM_KIND_GATE && SYNCMEM_OBJ_KEYED == SYNCMEM_KIND_KEYED &&
 	       SYNCMEM_OBJ_FLIGHT == SYNCMEM_KIND_FLIGHT && SYNCMEM_OBJ_POOL == SYNCMEM_KIND_POOL &&
-	       SYNCMEM_OBJ_OTHER == SYNCMEM_KIND_OTHER, "object kinds match the kernel's");
+	       SYNCMEM_OBJ_OTHER == SYNCMEM_KIND_OTHER && SYNCMEM_OBJ_LOCKS == SYNCMEM_KIND_LOCKS &&
+	       SYNCMEM_OBJ_LOCKS == SYNCMEM_KIND_MAX, "object kinds match the kernel's");
 _Static_assert(SYNCMEM_HOLDER_FREE == SYNCMEM_WHO_FREE && SYNCMEM_HOLDER_ALIVE == SYNCMEM_WHO_ALIVE &&
 	       SYNCMEM_HOLDER_DEAD == SYNCMEM_WHO_DEAD && SYNCMEM_HOLDER_NOBODY == SYNCMEM_WHO_NOBODY &&
 	       SYNCMEM_HOLDER_GONE == SYNCMEM_WHO_GONE &&
@@ -33,7 +34,7 @@ int syncmem_name_object(struct syncmem_region *r, const void *obj, size_t size,
 	if (name) {
 		size_t len = strnlen(name, SYNCMEM_OBJECT_NAME_MAX + 1);
 
-		if (!size || kind < SYNCMEM_OBJ_WORD || kind > SYNCMEM_OBJ_OTHER ||
+		if (!size || kind < SYNCMEM_OBJ_WORD || kind > SYNCMEM_OBJ_LOCKS ||
 		    !len || len > SYNCMEM_OBJECT_NAME_MAX)
 			return -EINVAL;
 		err = syncmem__object_offset(r, obj, size, 4, &arg.offset);

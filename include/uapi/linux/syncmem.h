@@ -792,7 +792,8 @@ struct syncmem_who {
 #define SYNCMEM_KIND_FLIGHT		7  /* a single-flight table */
 #define SYNCMEM_KIND_POOL		8  /* a block pool */
 #define SYNCMEM_KIND_OTHER		9  /* anything else */
-#define SYNCMEM_KIND_MAX		SYNCMEM_KIND_OTHER
+#define SYNCMEM_KIND_LOCKS		10 /* a Web Locks manager (struct syncmem_locks) */
+#define SYNCMEM_KIND_MAX		SYNCMEM_KIND_LOCKS
 
 /* Longest object name in bytes; most names one region keeps. */
 #define SYNCMEM_OBJECT_NAME_MAX		47

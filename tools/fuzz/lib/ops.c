@@ -632,7 +632,7 @@ static void name_op(struct worker *w)
 		size_t span = name ? size : 1;
 		uintptr_t a = (uintptr_t)obj, base = (uintptr_t)w->a->base;
 		bool fields = !name || (size && kind >= SYNCMEM_OBJ_WORD &&
-					kind <= SYNCMEM_OBJ_OTHER && len &&
+					kind <= SYNCMEM_OBJ_LOCKS && len &&
 					len <= SYNCMEM_OBJECT_NAME_MAX);
 		bool inside = a >= base && a - base <= ARENA_BYTES &&
 			      ARENA_BYTES - (a - base) >= span;
@@ -688,7 +688,7 @@ static void objects_op(struct worker *w)
 
 			if (o->offset % 4 || !o->size || o->offset >= ARENA_BYTES ||
 			    o->size > ARENA_BYTES - o->offset || o->kind < SYNCMEM_OBJ_WORD ||
-			    o->kind > SYNCMEM_OBJ_OTHER ||
+			    o->kind > SYNCMEM_OBJ_LOCKS ||
 			    !printable_name(o->name, sizeof(o->name)) ||
 			    (i && o->offset <= out[i - 1].offset)) {
 				finding("syncmem_objects entry %zu of %d: \"%.47s\" at %#llx size %llu kind %d (worker %d seed %#llx)",
