@@ -544,6 +544,133 @@ TEST_F(ctl, a_rwlocks_readers_are_listed)
 	ASSERT_EQ(0, syncmem_rwlock_unlock(self->r1, rw));
 }
 
+/*
+ * A Web Locks client: takes @hold in @hold_flags' mode (if any), says so on
+ * @ready, waits for a byte on @go, then requests @want (mode @want_flags)
+ * for a long time. Its pid.
+ */
+static pid_t weblocker(struct syncmem_locks *m, const char *hold, unsigned hold_flags,
+		       const char *want, unsigned want_flags, int *go)
+{
+	int ready[2], gofd[2];
+	pid_t pid;
+	char c = 0;
+
+	if (pipe(ready) || pipe(gofd))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct syncmem_held *h, *w;
+
+		if (hold && syncmem_locks_request(m, hold, strlen(hold), hold_flags, -1, &h))
+			_exit(10);
+		if (write(ready[1], &c, 1) != 1 || read(gofd[0], &c, 1) != 1)
+			_exit(11);
+		_exit(syncmem_locks_request(m, want, strlen(want), want_flags, LONG_WAIT_NS, &w) ?
+		      12 : 0);
+	}
+	close(ready[1]);
+	close(gofd[0]);
+	if (pid > 0 && read(ready[0], &c, 1) != 1)
+		pid = -1;
+	close(ready[0]);
+	*go = gofd[1];
+	return pid;
+}
+
+TEST_F_TIMEOUT(ctl, web_locks_names_queues_and_a_deadlock, 120)
+{
+	static char text[1 << 16];
+	const struct jv *mgr, *names, *cyc;
+	struct syncmem_region *r;
+	struct syncmem_locks *m;
+	size_t len = syncmem_locks_footprint(8, 32);
+	char rname[64], args[256];
+	int go_a, go_b, go_c;
+	pid_t pa, pb, pc;
+	struct jv v;
+
+	snprintf(rname, sizeof(rname), "ctl-%d-web", getpid());
+	ASSERT_EQ(0, syncmem_open(rname, 1 << 20, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &r));
+	ASSERT_EQ(0, syncmem_locks_init(r, syncmem_base(r), len, &m));
+	ASSERT_EQ(0, syncmem_name_object(r, syncmem_base(r), len, SYNCMEM_OBJ_LOCKS, "web"));
+	/* A holds "db" and wants "cache"; B holds "cache" (shared) and wants "db"; C too. */
+	pa = weblocker(m, "db", 0, "cache", 0, &go_a);
+	ASSERT_LT(0, pa);
+	self->kids[self->nkids++] = pa;
+	pb = weblocker(m, "cache", SYNCMEM_LOCKS_SHARED, "db", 0, &go_b);
+	ASSERT_LT(0, pb);
+	self->kids[self->nkids++] = pb;
+	pc = weblocker(m, NULL, 0, "db", SYNCMEM_LOCKS_SHARED, &go_c);
+	ASSERT_LT(0, pc);
+	self->kids[self->nkids++] = pc;
+	ASSERT_EQ(0, release(&go_a));
+	ASSERT_TRUE(await_queued(r, 1));
+	ASSERT_EQ(0, release(&go_b));
+	ASSERT_TRUE(await_queued(r, 2));
+	ASSERT_EQ(0, release(&go_c));
+	ASSERT_TRUE(await_queued(r, 3));
+
+	/* Each name with its holders, then its queue in order. */
+	snprintf(args, sizeof(args), "locks %s --json", rname);
+	ASSERT_EQ(0, run_ctl_json(args, &v));
+	ASSERT_EQ(1, jget(&v, "managers")->n);
+	mgr = jat(jget(&v, "managers"), 0);
+	EXPECT_STREQ("web", jstr(mgr, "name"));
+	EXPECT_STREQ("locks", jstr(mgr, "kind"));
+	EXPECT_EQ(J_NULL, jget(mgr, "error")->t);
+	names = jget(mgr, "names");
+	ASSERT_EQ(2, names->n);
+	EXPECT_STREQ("db", jstr(jat(names, 0), "name"));
+	ASSERT_EQ(1, jget(jat(names, 0), "held")->n);
+	EXPECT_EQ(pa, jnum(jat(jget(jat(names, 0), "held"), 0), "pid"));
+	EXPECT_STREQ("exclusive", jstr(jat(jget(jat(names, 0), "held"), 0), "mode"));
+	ASSERT_EQ(2, jget(jat(names, 0), "pending")->n);
+	EXPECT_EQ(pb, jnum(jat(jget(jat(names, 0), "pending"), 0), "pid"));
+	EXPECT_EQ(0, jnum(jat(jget(jat(names, 0), "pending"), 0), "position"));
+	EXPECT_EQ(pc, jnum(jat(jget(jat(names, 0), "pending"), 1), "pid"));
+	EXPECT_STREQ("shared", jstr(jat(jget(jat(names, 0), "pending"), 1), "mode"));
+	EXPECT_STREQ("cache", jstr(jat(names, 1), "name"));
+	EXPECT_EQ(pb, jnum(jat(jget(jat(names, 1), "held"), 0), "pid"));
+	EXPECT_STREQ("shared", jstr(jat(jget(jat(names, 1), "held"), 0), "mode"));
+	EXPECT_EQ(pa, jnum(jat(jget(jat(names, 1), "pending"), 0), "pid"));
+	EXPECT_LE(0, jnum(jat(jget(jat(names, 1), "pending"), 0), "waited_ns"));
+	/* Their words are the manager's, not unnamed locks. */
+	EXPECT_EQ(0, jget(&v, "unnamed")->n);
+	jv_free(&v);
+	snprintf(args, sizeof(args), "locks %s", rname);
+	EXPECT_EQ(0, run_ctl(args, text, sizeof(text)));
+	EXPECT_NE(NULL, strstr(text, "locks 'web' at 0x0: 2 held, 3 pending")) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "queued 1")) TH_LOG("%s", text);
+
+	/* A and B wait for each other; C waits behind, in no cycle. */
+	snprintf(args, sizeof(args), "deadlocks %s --json", rname);
+	ASSERT_EQ(1, run_ctl_json(args, &v));
+	ASSERT_EQ(1, jget(&v, "deadlocks")->n);
+	EXPECT_EQ(3, jnum(&v, "lock_waiters"));
+	cyc = jget(jat(jget(&v, "deadlocks"), 0), "owners");
+	ASSERT_EQ(2, cyc->n);
+	for (int i = 0; i < 2; i++) {
+		const struct jv *o = jat(cyc, i);
+		bool is_a = jnum(o, "pid") == pa;
+
+		EXPECT_TRUE(is_a || jnum(o, "pid") == pb);
+		EXPECT_STREQ(is_a ? "db" : "cache", jstr(jget(o, "holds"), "name"));
+		EXPECT_STREQ(is_a ? "cache" : "db", jstr(jget(o, "waits_for"), "name"));
+		EXPECT_STREQ("web", jstr(jget(jget(o, "waits_for"), "object"), "name"));
+		EXPECT_STREQ(rname, jstr(jget(o, "waits_for"), "region"));
+	}
+	jv_free(&v);
+	snprintf(args, sizeof(args), "deadlocks %s", rname);
+	EXPECT_EQ(1, run_ctl(args, text, sizeof(text)));
+	snprintf(args, sizeof(args), "pid %d (the process) holds name \"db\" in locks 'web' "
+		 "(region %s, 0x0) and waits for name \"cache\"", pa, rname);
+	EXPECT_NE(NULL, strstr(text, args)) TH_LOG("%s", text);
+	syncmem_locks_detach(m);
+	syncmem_close(r);
+	syncmem_unlink(rname);
+}
+
 TEST_F(ctl, errors_exit_2_with_the_reason)
 {
 	static char text[4096];

@@ -7,6 +7,10 @@
  * cycle is reported once, from its smallest id, and only when a second look
  * at each of its words finds the same holder and the same waiter: a cycle
  * read while locks changed hands is not one.
+ *
+ * Web Locks managers named in the regions add their own edges: a pending
+ * request waits for every other process holding its name (the kernel's
+ * view of a request, its word naming one of them, is left to the manager's).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,12 +29,18 @@ struct edge {
 	uint64_t from, to;		/* owner ids: the waiter's, the holder's */
 	int u, v;			/* their nodes */
 	const struct snapshot *s;	/* the word's region */
-	const struct syncmem_waiter_info *w;	/* the waiter; its word */
+	const struct syncmem_waiter_info *w;	/* the waiter; its word (NULL: a manager's) */
+	const struct manager *mg;	/* a manager's edge: the manager, */
+	const struct syncmem_lock_info *waits;	/* the request, */
+	const struct syncmem_lock_info *holds;	/* the hold it waits for */
 };
 
 struct graph {
 	struct edge *e;
 	int ne;
+	struct manager *mgrs;		/* the managers read, their snapshots in @mgr_s */
+	const struct snapshot **mgr_s;
+	int nmgrs;
 	uint64_t *ids;			/* node -> owner id, sorted */
 	int nn;
 	int *first;			/* node -> its first edge (edges sorted by u); [nn] = ne */
@@ -84,24 +94,84 @@ static uint64_t live_holder(const struct snapshot *s, uint64_t offset)
 	return h.word & SYNCMEM_OWNER_ID;
 }
 
-static int add_edges(struct graph *g, const struct snapshot *s, int n)
+/* Read the managers named in @s: 0 or -ENOMEM. */
+static int read_managers(struct graph *g, const struct snapshot *s, int n)
 {
 	int cap = 0;
 
 	for (int i = 0; i < n; i++)
+		for (int k = 0; k < s[i].nobjs; k++)
+			cap += s[i].objs[k].kind == SYNCMEM_OBJ_LOCKS;
+	g->mgrs = calloc(cap ? cap : 1, sizeof(*g->mgrs));
+	g->mgr_s = calloc(cap ? cap : 1, sizeof(*g->mgr_s));
+	if (!g->mgrs || !g->mgr_s)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < s[i].nobjs; k++) {
+			if (s[i].objs[k].kind != SYNCMEM_OBJ_LOCKS)
+				continue;
+			/* One that cannot be read adds no edge. */
+			if (!manager_read(&s[i], &s[i].objs[k], &g->mgrs[g->nmgrs]))
+				g->mgr_s[g->nmgrs++] = &s[i];
+		}
+	return 0;
+}
+
+/* The edges of pending request @p of manager @mg: to every other holder of its name. */
+static int manager_edges(struct graph *g, const struct manager *mg, const struct snapshot *s,
+			 const struct syncmem_lock_info *p, bool count_only)
+{
+	int n = 0;
+
+	for (size_t h = 0; h < mg->nheld; h++) {
+		const struct syncmem_lock_info *l = &mg->held[h];
+
+		if (!lock_info_same_name(l, p) || l->client == p->client)
+			continue;
+		n++;
+		if (count_only)
+			continue;
+		g->e[g->ne++] = (struct edge){
+			.from = p->client, .to = l->client, .s = s, .mg = mg, .waits = p, .holds = l,
+		};
+		g->ids[g->nn++] = p->client;
+		g->ids[g->nn++] = l->client;
+	}
+	return n;
+}
+
+static int add_edges(struct graph *g, const struct snapshot *s, int n)
+{
+	int cap = 0, err = read_managers(g, s, n);
+
+	if (err)
+		return err;
+	for (int i = 0; i < n; i++)
 		cap += s[i].nw;
+	for (int i = 0; i < g->nmgrs; i++)
+		for (size_t k = 0; k < g->mgrs[i].npending; k++)
+			cap += manager_edges(g, &g->mgrs[i], g->mgr_s[i], &g->mgrs[i].pending[k], true);
 	g->e = calloc(cap ? cap : 1, sizeof(*g->e));
 	g->ids = calloc(2 * (size_t)(cap ? cap : 1), sizeof(*g->ids));
 	if (!g->e || !g->ids)
 		return -ENOMEM;
+	for (int i = 0; i < g->nmgrs; i++) {
+		g->waiters += (int)g->mgrs[i].npending;
+		for (size_t k = 0; k < g->mgrs[i].npending; k++)
+			manager_edges(g, &g->mgrs[i], g->mgr_s[i], &g->mgrs[i].pending[k], false);
+	}
 	for (int i = 0; i < n; i++) {
 		uint64_t last_off = 0, holder = 0;
 		bool have = false;
 
 		for (int k = 0; k < s[i].nw; k++) {
 			const struct syncmem_waiter_info *w = &s[i].w[k];
+			const struct syncmem_object_info *in = snap_object_at(&s[i], w->offset);
 
 			if (!(w->flags & SYNCMEM_WAITER_OWNER) || !w->owner)
+				continue;
+			/* A Web Locks request: its manager said whom it waits for. */
+			if (in && in->kind == SYNCMEM_OBJ_LOCKS)
 				continue;
 			g->waiters++;
 			/* A word's waiters come together: ask for its holder once. */
@@ -155,14 +225,35 @@ static int index_graph(struct graph *g)
 	return 0;
 }
 
+/* A manager's edge on a second look: the request still pending, the hold still held. */
+static bool manager_edge_holds(const struct edge *e)
+{
+	struct manager again;
+	bool waits = false, holds = false;
+
+	if (manager_read(e->s, e->mg->obj, &again))
+		return false;
+	for (size_t i = 0; i < again.npending && !waits; i++)
+		waits = again.pending[i].client == e->from &&
+			lock_info_same_name(&again.pending[i], e->waits);
+	for (size_t i = 0; i < again.nheld && !holds; i++)
+		holds = again.held[i].client == e->to &&
+			lock_info_same_name(&again.held[i], e->holds);
+	manager_free(&again);
+	return waits && holds;
+}
+
 /* Still there on a second look: the same holder, the same waiter queued. */
 static bool edge_holds(const struct edge *e)
 {
 	struct syncmem_waiter_info w[64];
 	const struct snapshot *s = e->s;
-	const uint64_t *word = snap_word(s, e->w->offset);
+	const uint64_t *word;
 	int n;
 
+	if (!e->w)
+		return manager_edge_holds(e);
+	word = snap_word(s, e->w->offset);
 	if (!word || live_holder(s, e->w->offset) != e->to)
 		return false;
 	n = syncmem_waiters(s->r, word, w, 64);
@@ -244,13 +335,29 @@ static void search_free(struct search *x)
 
 /* ---- output ---- */
 
-/* "lock 'a' (region r1, 0x0)": the word an edge waits for. */
+/*
+ * "lock 'a' (region r1, 0x0)": the word an edge waits for; "name "db" in
+ * locks 'web' (region r1, 0x40)" for a manager's edge.
+ */
 static const char *word_text(char *buf, size_t cap, const struct edge *e)
 {
-	const struct syncmem_object_info *obj = snap_object_at(e->s, e->w->offset);
+	const struct syncmem_object_info *obj;
 	char region[NAME_TEXT_MAX], what[128];
-	uint64_t off = e->w->offset;
+	uint64_t off;
 
+	if (!e->w) {
+		char name[LOCK_NAME_TEXT_MAX];
+
+		obj = e->mg->obj;
+		snprintf(buf, cap, "name \"%s\" in %s (region %s, 0x%" PRIx64 ")",
+			 lock_name_text(name, sizeof(name), e->waits),
+			 object_text(what, sizeof(what), obj, obj->offset),
+			 name_text(region, sizeof(region), e->s->name, strlen(e->s->name)),
+			 obj->offset);
+		return buf;
+	}
+	obj = snap_object_at(e->s, e->w->offset);
+	off = e->w->offset;
 	if (!obj)
 		snprintf(what, sizeof(what), "lock");
 	else if (obj->offset == off)
@@ -270,7 +377,9 @@ static void print_cycle_text(const struct graph *g, const int *c, int len)
 		const struct edge *waits = &g->e[c[i]], *holds = &g->e[c[(i + len - 1) % len]];
 		char a[NAME_TEXT_MAX + 160], b[NAME_TEXT_MAX + 160];
 
-		if (waits->w->tid)
+		if (!waits->w)
+			printf("  pid %d (the process)", (int)waits->waits->pid);
+		else if (waits->w->tid)
 			printf("  pid %d tid %d", (int)waits->w->pid, (int)waits->w->tid);
 		else
 			printf("  pid %d (the process, async)", (int)waits->w->pid);
@@ -283,8 +392,14 @@ static void json_word(struct json *j, const char *key, const struct edge *e)
 {
 	json_object(j, key);
 	json_str(j, "region", e->s->name);
-	json_uint(j, "offset", e->w->offset);
-	json_object_ref(j, "object", snap_object_at(e->s, e->w->offset));
+	if (!e->w) {
+		json_uint(j, "offset", e->mg->obj->offset);
+		json_object_ref(j, "object", e->mg->obj);
+		json_bytes(j, "name", e->waits->name, e->waits->len);
+	} else {
+		json_uint(j, "offset", e->w->offset);
+		json_object_ref(j, "object", snap_object_at(e->s, e->w->offset));
+	}
 	json_object_end(j);
 }
 
@@ -297,11 +412,12 @@ static void json_cycle(struct json *j, const struct graph *g, const int *c, int 
 
 		json_object(j, NULL);
 		json_uint(j, "owner", waits->from);
-		json_int(j, "pid", waits->w->pid);
-		json_int(j, "tid", waits->w->tid);
+		json_int(j, "pid", waits->w ? waits->w->pid : waits->waits->pid);
+		json_int(j, "tid", waits->w ? waits->w->tid : 0);
 		json_word(j, "holds", holds);
 		json_word(j, "waits_for", waits);
-		json_int(j, "waited_ns", waits->s->when_ns - waits->w->since_ns);
+		json_int(j, "waited_ns", waits->s->when_ns -
+			 (waits->w ? waits->w->since_ns : waits->waits->since_ns));
 		json_object_end(j);
 	}
 	json_array_end(j);
@@ -363,6 +479,10 @@ int cmd_deadlocks(const struct options *o)
 	if (!err && x.ncycles)
 		err = EXIT_FOUND;
 	search_free(&x);
+	for (int i = 0; i < g.nmgrs; i++)
+		manager_free(&g.mgrs[i]);
+	free(g.mgrs);
+	free(g.mgr_s);
 	free(g.e);
 	free(g.ids);
 	free(g.first);

@@ -91,6 +91,7 @@ const char *kind_name(int kind, char *buf, size_t cap)
 		[SYNCMEM_OBJ_FLIGHT] = "flight",
 		[SYNCMEM_OBJ_POOL] = "pool",
 		[SYNCMEM_OBJ_OTHER] = "other",
+		[SYNCMEM_OBJ_LOCKS] = "locks",
 	};
 
 	if (kind > 0 && (size_t)kind < sizeof(names) / sizeof(names[0]))

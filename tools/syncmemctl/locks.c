@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * syncmemctl locks REGION: who holds each named lock, gate and rwlock, a
- * semaphore's value, and who waits for them in queue order; words with lock
+ * semaphore's value, and who waits for them in queue order; the names a
+ * Web Locks manager holds, with their holders and queues; words with lock
  * waiters that have no name; the waiter counts of the other named objects.
  */
 #define _GNU_SOURCE
@@ -24,6 +25,48 @@ static bool owner_kind(int kind)
 static bool lock_kind(int kind)
 {
 	return owner_kind(kind) || kind == SYNCMEM_OBJ_SEM;
+}
+
+/* Shown for what they hold: their lock waiters are theirs. */
+static bool shown_kind(int kind)
+{
+	return lock_kind(kind) || kind == SYNCMEM_OBJ_LOCKS;
+}
+
+/* Does entry @i of @l (n entries) name a lock no earlier entry named? */
+static bool first_of_name(const struct syncmem_lock_info *l, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (lock_info_same_name(&l[k], &l[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Call @fn for each name of @mg once, names held first (in grant order),
+ * then names only waited for (in queue order).
+ */
+static void for_each_name(const struct manager *mg, void (*fn)(const struct manager *mg,
+							     const struct syncmem_lock_info *name,
+							     void *arg),
+			  void *arg)
+{
+	for (size_t i = 0; i < mg->nheld; i++)
+		if (first_of_name(mg->held, i))
+			fn(mg, &mg->held[i], arg);
+	for (size_t i = 0; i < mg->npending; i++) {
+		bool held = false;
+
+		for (size_t k = 0; k < mg->nheld && !held; k++)
+			held = lock_info_same_name(&mg->held[k], &mg->pending[i]);
+		if (!held && first_of_name(mg->pending, i))
+			fn(mg, &mg->pending[i], arg);
+	}
+}
+
+static const char *mode_text(uint32_t mode)
+{
+	return mode & SYNCMEM_LOCKS_SHARED ? "shared" : "exclusive";
 }
 
 static bool in_range(uint64_t off, uint64_t start, uint64_t size)
@@ -173,7 +216,53 @@ static bool unnamed_lock_word(const struct snapshot *s, int i)
 		if (s->w[k].offset == w->offset && (s->w[k].flags & SYNCMEM_WAITER_OWNER))
 			return false;	/* listed at its first lock waiter */
 	obj = snap_object_at(s, w->offset);
-	return !obj || !lock_kind(obj->kind);
+	return !obj || !shown_kind(obj->kind);
+}
+
+/* The rows of one name of a manager: its holders, then its queue. */
+static void print_name_rows(const struct manager *mg, const struct syncmem_lock_info *name,
+			    void *arg)
+{
+	const struct snapshot *s = arg;
+	char text[LOCK_NAME_TEXT_MAX], since[16], state[24];
+	int pos = 0;
+
+	lock_name_text(text, sizeof(text), name);
+	for (int pass = 0; pass < 2; pass++) {
+		const struct syncmem_lock_info *l = pass ? mg->pending : mg->held;
+		size_t n = pass ? mg->npending : mg->nheld;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!lock_info_same_name(&l[i], name))
+				continue;
+			if (pass)
+				snprintf(state, sizeof(state), "queued %d", pos++);
+			else
+				snprintf(state, sizeof(state), "held");
+			printf("    %-10s %-9s %7d %10" PRIu64 " %8s  \"%s\"\n", state,
+			       mode_text(l[i].mode), (int)l[i].pid, l[i].client,
+			       duration_text(since, sizeof(since), s->when_ns - l[i].since_ns), text);
+		}
+	}
+}
+
+/* A Web Locks manager: every name it holds or queues for. */
+static void print_manager(const struct snapshot *s, const struct syncmem_object_info *o)
+{
+	struct manager mg;
+	char obj[96];
+
+	printf("%s at 0x%" PRIx64 ": ", object_text(obj, sizeof(obj), o, o->offset), o->offset);
+	if (manager_read(s, o, &mg)) {
+		printf("unreadable (%s)\n", syncmem_strerror(mg.err));
+		return;
+	}
+	printf("%zu held, %zu pending\n", mg.nheld, mg.npending);
+	if (mg.nheld || mg.npending)
+		printf("    %-10s %-9s %7s %10s %8s  %s\n", "STATE", "MODE", "PID", "OWNER", "FOR",
+		       "NAME");
+	for_each_name(&mg, print_name_rows, (void *)s);
+	manager_free(&mg);
 }
 
 static void print_locks_text(const struct snapshot *s)
@@ -194,6 +283,9 @@ static void print_locks_text(const struct snapshot *s)
 			print_readers(s, o);
 		print_waiters(s, o->offset, o->size);
 	}
+	for (int i = 0; i < s->nobjs; i++)
+		if (s->objs[i].kind == SYNCMEM_OBJ_LOCKS)
+			print_manager(s, &s->objs[i]);
 	for (int i = 0; i < s->nw; i++) {
 		const struct syncmem_waiter_info *w = &s->w[i];
 		const struct syncmem_object_info *in;
@@ -212,7 +304,7 @@ static void print_locks_text(const struct snapshot *s)
 		const struct syncmem_object_info *o = &s->objs[i];
 		int n;
 
-		if (lock_kind(o->kind))
+		if (shown_kind(o->kind))
 			continue;
 		if (!others)
 			printf("other objects:\n");
@@ -282,6 +374,64 @@ static void json_readers(struct json *j, const struct snapshot *s,
 	json_array_end(j);
 }
 
+/* One name of a manager: {"name", "held": [...], "pending": [...]}. */
+static void json_name(const struct manager *mg, const struct syncmem_lock_info *name, void *arg)
+{
+	struct json *j = ((void **)arg)[0];
+	const struct snapshot *s = ((void **)arg)[1];
+
+	json_object(j, NULL);
+	json_bytes(j, "name", name->name, name->len);
+	for (int pass = 0; pass < 2; pass++) {
+		const struct syncmem_lock_info *l = pass ? mg->pending : mg->held;
+		size_t n = pass ? mg->npending : mg->nheld;
+		int pos = 0;
+
+		json_array(j, pass ? "pending" : "held");
+		for (size_t i = 0; i < n; i++) {
+			if (!lock_info_same_name(&l[i], name))
+				continue;
+			json_object(j, NULL);
+			if (pass)
+				json_int(j, "position", pos++);
+			json_str(j, "mode", mode_text(l[i].mode));
+			json_int(j, "pid", l[i].pid);
+			json_uint(j, "owner", l[i].client);
+			json_int(j, pass ? "waited_ns" : "held_ns", s->when_ns - l[i].since_ns);
+			json_object_end(j);
+		}
+		json_array_end(j);
+	}
+	json_object_end(j);
+}
+
+static void json_managers(struct json *j, const struct snapshot *s)
+{
+	json_array(j, "managers");
+	for (int i = 0; i < s->nobjs; i++) {
+		const struct syncmem_object_info *o = &s->objs[i];
+		struct manager mg;
+		void *arg[2] = { j, (void *)s };
+
+		if (o->kind != SYNCMEM_OBJ_LOCKS)
+			continue;
+		json_object(j, NULL);
+		json_object_members(j, o);
+		if (manager_read(s, o, &mg)) {
+			json_str(j, "error", syncmem_strerror(mg.err));
+			json_null(j, "names");
+		} else {
+			json_null(j, "error");
+			json_array(j, "names");
+			for_each_name(&mg, json_name, arg);
+			json_array_end(j);
+			manager_free(&mg);
+		}
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 static void print_locks_json(const struct snapshot *s)
 {
 	struct json j;
@@ -306,6 +456,7 @@ static void print_locks_json(const struct snapshot *s)
 		json_object_end(&j);
 	}
 	json_array_end(&j);
+	json_managers(&j, s);
 	json_array(&j, "unnamed");
 	for (int i = 0; i < s->nw; i++) {
 		uint64_t off = s->w[i].offset;
@@ -324,7 +475,7 @@ static void print_locks_json(const struct snapshot *s)
 	for (int i = 0; i < s->nobjs; i++) {
 		const struct syncmem_object_info *o = &s->objs[i];
 
-		if (lock_kind(o->kind))
+		if (shown_kind(o->kind))
 			continue;
 		json_object(&j, NULL);
 		json_object_members(&j, o);

@@ -111,6 +111,28 @@ int snap_open_many(const char *cmd, char **names, int nnames,
 		   struct snapshot **out, int *n, int *unopened);
 void snap_close_many(struct snapshot *s, int n);
 
+/* ---- managers.c ---- */
+
+/* A Web Locks manager named in a region (SYNCMEM_OBJ_LOCKS), as query tells it. */
+struct manager {
+	const struct syncmem_object_info *obj;
+	struct syncmem_lock_info *held;		/* in grant order */
+	size_t nheld;
+	struct syncmem_lock_info *pending;	/* in queue order */
+	size_t npending;
+	int err;		/* 0, or why it could not be read */
+};
+
+/* Read the manager named @obj in @s: 0 or -errno (also in mg->err). */
+int manager_read(const struct snapshot *s, const struct syncmem_object_info *obj,
+		 struct manager *mg);
+void manager_free(struct manager *mg);
+bool lock_info_same_name(const struct syncmem_lock_info *a, const struct syncmem_lock_info *b);
+/* Room for any lock name as lock_name_text() writes it. */
+#define LOCK_NAME_TEXT_MAX	(4 * SYNCMEM_LOCKS_NAME_MAX + 1)
+/* A lock's name as text, as name_text() writes it. */
+const char *lock_name_text(char *buf, size_t cap, const struct syncmem_lock_info *l);
+
 /* ---- format.c ---- */
 
 int64_t now_ns(void);
