@@ -183,9 +183,13 @@ struct syncmem_region {
 	atomic_t nr_idle_queues;
 	/* Waiters away from their calls, under the away lock (away.c). */
 	struct list_head away;
-	/* Its owner words with waiters, under the owner-queues lock (wait.c). */
+	/* Its owner words with waiters (wait.c). */
+	spinlock_t owner_lock;		/* owner_queues, owner_scan_pass */
 	struct list_head owner_queues;
+	u16 owner_scan_pass;		/* of owner_scan_work */
+	struct work_struct owner_scan_work;
 	struct list_head owner_node;	/* in the regions that have some */
+	u32 owner_walk_pass;		/* under the lock of that list */
 
 	atomic_long_t nr_files;
 	atomic_long_t nr_mappings;

@@ -63,17 +63,28 @@ struct syncmem_queue {
 	u32 nr;				/* waiters and observers queued */
 	bool idle;			/* empty but kept in the bucket */
 	bool owner_word;		/* in its region's owner_queues */
+	/*
+	 * The region's scan that took it last. Every pass takes every queue
+	 * listed when it starts, so 16 bits never wrap onto a live value;
+	 * they fit where padding was (a queue is part of a waiter's cost).
+	 */
+	u16 scan_pass;
 	struct list_head owner_node;	/* there, while it has waiters */
 };
 
 /*
- * Queues of owner words that have (or are getting) waiters, listed in their
- * region, and the regions that have some: what a death makes
- * syncmem_owner_words_scan() look at. The lock is taken inside bucket locks.
+ * Queues of owner words that have (or are getting) waiters are listed in
+ * their region (under its owner_lock), and the regions that have some here:
+ * what a death makes syncmem_owner_words_scan() look at. Both locks are
+ * taken inside bucket locks, this one inside a region's; neither is held
+ * across more than a chunk of a list.
  */
-static DEFINE_SPINLOCK(syncmem_owner_queues_lock);
+static DEFINE_SPINLOCK(syncmem_owner_regions_lock);
 static LIST_HEAD(syncmem_owner_regions);
-static unsigned long syncmem_nr_owner_queues;
+static u32 syncmem_owner_walk_pass;	/* under syncmem_owner_regions_lock */
+
+/* Where the scans of owner words run (syncmem_owner_words_scan()). */
+static struct workqueue_struct *syncmem_scan_wq;
 
 /* Empty queues a region keeps for reuse. */
 #define SYNCMEM_IDLE_QUEUES	64
@@ -86,10 +97,17 @@ static unsigned long syncmem_nr_owner_queues;
 /* Waiters claimed per hold of a bucket lock. */
 #define SYNCMEM_WAKE_BATCH	16
 
+/* Gone waiters (syncmem_waiter_gone()) taken out per hold of a bucket lock. */
+#define SYNCMEM_GONE_BATCH	64
+
 /* How long the next heir of a lock word may spin before it sleeps. */
 #define SYNCMEM_HEIR_SPIN_NS	(100 * NSEC_PER_USEC)
 
 static struct kmem_cache *syncmem_queue_cache;
+
+static void syncmem_region_owner_scan(struct work_struct *work);
+static void syncmem_owner_queue_unmark(struct syncmem_region *r,
+				       struct syncmem_queue *q);
 
 /*
  * Queues go back to the cache with both lists empty, so they are built once
@@ -110,11 +128,19 @@ int syncmem_wait_init(void)
 						sizeof(struct syncmem_queue),
 						__alignof__(struct syncmem_queue),
 						SLAB_ACCOUNT, syncmem_queue_ctor);
-	return syncmem_queue_cache ? 0 : -ENOMEM;
+	syncmem_scan_wq = alloc_workqueue("syncmem_scan", WQ_UNBOUND, 0);
+	if (!syncmem_queue_cache || !syncmem_scan_wq) {
+		syncmem_wait_exit();
+		return -ENOMEM;
+	}
+	return 0;
 }
 
+/* No region is left, so no region's scan either; the walk may still run. */
 void syncmem_wait_exit(void)
 {
+	if (syncmem_scan_wq)
+		destroy_workqueue(syncmem_scan_wq);
 	kmem_cache_destroy(syncmem_queue_cache);
 }
 
@@ -137,7 +163,9 @@ int syncmem_region_queues_init(struct syncmem_region *r)
 	r->bucket_seed = get_random_u64();
 	atomic_set(&r->nr_waiters, 0);
 	atomic_set(&r->nr_idle_queues, 0);
+	spin_lock_init(&r->owner_lock);
 	INIT_LIST_HEAD(&r->owner_queues);
+	INIT_WORK(&r->owner_scan_work, syncmem_region_owner_scan);
 	INIT_LIST_HEAD(&r->away);
 	return 0;
 }
@@ -189,15 +217,8 @@ static struct syncmem_queue *syncmem_queue_settle(struct syncmem_region *r,
 {
 	if (!q || !list_empty(&q->waiters) || !list_empty(&q->observers))
 		return NULL;
-	if (q->owner_word) {
-		spin_lock(&syncmem_owner_queues_lock);
-		list_del(&q->owner_node);
-		if (list_empty(&r->owner_queues))
-			list_del(&r->owner_node);
-		syncmem_nr_owner_queues--;
-		spin_unlock(&syncmem_owner_queues_lock);
-		q->owner_word = false;
-	}
+	if (q->owner_word)
+		syncmem_owner_queue_unmark(r, q);
 	if (q->idle)
 		return NULL;
 	if (atomic_inc_return(&r->nr_idle_queues) <= SYNCMEM_IDLE_QUEUES) {
@@ -239,8 +260,9 @@ static int syncmem_wait_result(int state)
 
 /*
  * A waiter that will never take up what it is given: an async waiter whose
- * handle is closing or whose process has exited, a blocked waiter away from
- * its wait whose thread is gone. Wakers pass it over.
+ * handle is closing or whose program has ended (exit or execve), a blocked
+ * waiter away from its wait whose thread is gone. Wakers take it out of its
+ * queue (syncmem_gone_claim()).
  */
 static bool syncmem_waiter_gone(const struct syncmem_waiter *w)
 {
@@ -250,41 +272,101 @@ static bool syncmem_waiter_gone(const struct syncmem_waiter *w)
 	return w->owner && !syncmem_owner_alive(w->owner);
 }
 
-/* Under b->lock: the oldest writable waiter of @q that can take a hand-off. */
-static struct syncmem_waiter *syncmem_first_live(struct syncmem_queue *q)
-{
-	struct syncmem_waiter *w;
-
-	list_for_each_entry(w, &q->waiters, node)
-		if (!syncmem_waiter_gone(w))
-			return w;
-	return NULL;
-}
-
 /* What one hold of a bucket lock claimed, to be woken once it is dropped. */
 struct syncmem_wake {
 	struct task_struct *tasks[SYNCMEM_WAKE_BATCH];
 	unsigned int nr_tasks;
 	unsigned int nr;		/* claimed in this batch */
+	unsigned int nr_gone;		/* gone waiters taken out in this hold */
 	struct list_head async;		/* claimed async waiters */
+	struct list_head gone;		/* gone async waiters taken out */
 	struct task_struct *heir;	/* woken early to spin: next in line */
 };
+
+static void syncmem_wake_init(struct syncmem_wake *wk)
+{
+	*wk = (struct syncmem_wake){ .nr = 0 };
+	INIT_LIST_HEAD(&wk->async);
+	INIT_LIST_HEAD(&wk->gone);
+}
+
+/*
+ * Under b->lock: take gone waiter @w out of its queue, so that no waker
+ * walks it again. An async waiter is completed once the lock is dropped
+ * (its record is dropped: nobody will read it); a waiter away is left for
+ * away.c to end (it was given nothing, so nothing is passed on). The caller
+ * bounds how many one hold takes (SYNCMEM_GONE_BATCH), and leaves a blocked
+ * waiter still in its call (syncmem_gone_stays()): it is on its way out.
+ */
+static void syncmem_gone_claim(struct syncmem_region *r, struct syncmem_waiter *w,
+			       struct syncmem_wake *wk)
+{
+	syncmem_waiter_unlink(r, w);
+	wk->nr_gone++;
+	w->state = SYNCMEM_W_CANCELLED;
+	if (w->async)
+		list_add_tail(&w->node, &wk->gone);
+}
+
+/* Is gone waiter @w one that stays queued (syncmem_gone_claim())? */
+static bool syncmem_gone_stays(const struct syncmem_waiter *w)
+{
+	return !w->async && container_of(w, struct syncmem_sync_waiter, w)->task;
+}
+
+/* Under b->lock: may this hold take out one more gone waiter? */
+static bool syncmem_gone_room(const struct syncmem_wake *wk)
+{
+	return wk->nr_gone < SYNCMEM_GONE_BATCH;
+}
+
+/*
+ * Under b->lock: the oldest writable waiter of @q that can take a hand-off,
+ * taking out the gone ones ahead of it; NULL if there is none. When this
+ * hold has taken out SYNCMEM_GONE_BATCH gone waiters before finding it,
+ * ERR_PTR(-EAGAIN): the caller drops the lock, flushes @wk and looks again.
+ */
+static struct syncmem_waiter *syncmem_first_live(struct syncmem_region *r,
+						 struct syncmem_queue *q,
+						 struct syncmem_wake *wk)
+{
+	struct syncmem_waiter *w, *tmp;
+
+	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
+		if (!syncmem_waiter_gone(w))
+			return w;
+		if (syncmem_gone_stays(w))
+			continue;
+		if (!syncmem_gone_room(wk))
+			return ERR_PTR(-EAGAIN);
+		syncmem_gone_claim(r, w, wk);
+	}
+	return NULL;
+}
 
 /*
  * Under b->lock, as a lock word is handed to a waiter of @q: the waiter
  * after it is next in line. A blocked one is woken now to spin for the
  * word (syncmem_heir_spin()), so that its wake-up overlaps the new
- * holder's section instead of following it.
+ * holder's section instead of following it. Only a hint: it looks past at
+ * most SYNCMEM_GONE_BATCH gone waiters and takes none out, so that a
+ * caller walking @q keeps its place.
  */
 static void syncmem_heir_warn(struct syncmem_queue *q, struct syncmem_wake *wk)
 {
 	struct syncmem_waiter *next;
 	struct syncmem_sync_waiter *sw;
+	unsigned int n = 0;
 
 	if (wk->heir)
 		return;
-	next = syncmem_first_live(q);
-	if (!next || next->async || !next->owner)
+	list_for_each_entry(next, &q->waiters, node) {
+		if (!syncmem_waiter_gone(next))
+			break;
+		if (++n == SYNCMEM_GONE_BATCH)
+			return;
+	}
+	if (list_entry_is_head(next, &q->waiters, node) || next->async || !next->owner)
 		return;
 	sw = container_of(next, struct syncmem_sync_waiter, w);
 	/* Away (no task): not sleeping here. */
@@ -352,6 +434,11 @@ static void syncmem_wake_flush(struct syncmem_wake *wk)
 		list_del(&w->node);
 		syncmem_async_complete_waiter(w, syncmem_wait_result(w->state));
 	}
+	wk->nr_gone = 0;
+	list_for_each_entry_safe(w, tmp, &wk->gone, node) {
+		list_del(&w->node);
+		syncmem_async_complete_waiter(w, -ECANCELED);
+	}
 }
 
 /*
@@ -374,6 +461,12 @@ struct syncmem_wake_op {
 	 * very one it chose (a word may name it), before any batch.
 	 */
 	struct syncmem_waiter *target;
+	/*
+	 * Set by @decide, having changed nothing, when it met more gone
+	 * waiters than one hold takes out: it runs again in the next hold.
+	 */
+	bool again;
+	struct syncmem_wake *wk;	/* of the hold @decide runs in */
 };
 
 /*
@@ -396,6 +489,24 @@ static void syncmem_note_handoff(const struct syncmem_wake_op *op,
 		     (h->size == 8 ? SYNCMEM_W_HANDOFF_8 : SYNCMEM_W_HANDOFF_4);
 }
 
+/*
+ * In @decide: the oldest writable waiter of @q that can take a hand-off
+ * (NULL: none). NULL with @op->again set when the gone waiters ahead of it
+ * are more than this hold takes out: @decide then returns at once, having
+ * changed nothing, and runs again in the next hold.
+ */
+static struct syncmem_waiter *syncmem_decide_first(struct syncmem_region *r,
+						   struct syncmem_queue *q,
+						   struct syncmem_wake_op *op)
+{
+	struct syncmem_waiter *w = q ? syncmem_first_live(r, q, op->wk) : NULL;
+
+	if (!IS_ERR(w))
+		return w;
+	op->again = true;
+	return NULL;
+}
+
 /* Under b->lock: claim what this batch may of @q. True if it had to stop. */
 static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q,
 			       struct syncmem_wake_op *op, u64 limit,
@@ -406,10 +517,16 @@ static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q
 	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
 		if (!op->want || w->seq > limit)
 			break;
-		if (syncmem_waiter_gone(w))
-			continue;
 		if (wk->nr == SYNCMEM_WAKE_BATCH)
 			return true;
+		if (syncmem_waiter_gone(w)) {
+			if (syncmem_gone_stays(w))
+				continue;
+			if (!syncmem_gone_room(wk))
+				return true;
+			syncmem_gone_claim(r, w, wk);
+			continue;
+		}
 		syncmem_note_handoff(op, w);
 		syncmem_wake_claim(r, w, op->state, wk);
 		op->want--;
@@ -419,10 +536,16 @@ static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q
 	list_for_each_entry_safe(w, tmp, &q->observers, node) {
 		if (w->seq > limit)
 			break;
-		if (syncmem_waiter_gone(w))
-			continue;
 		if (wk->nr == SYNCMEM_WAKE_BATCH)
 			return true;
+		if (syncmem_waiter_gone(w)) {
+			if (syncmem_gone_stays(w))
+				continue;
+			if (!syncmem_gone_room(wk))
+				return true;
+			syncmem_gone_claim(r, w, wk);
+			continue;
+		}
 		syncmem_wake_claim(r, w, SYNCMEM_W_WOKEN, wk);
 	}
 	return false;
@@ -431,28 +554,35 @@ static bool syncmem_wake_batch(struct syncmem_region *r, struct syncmem_queue *q
 static long syncmem_wake_word(struct syncmem_region *r, struct syncmem_wake_op *op)
 {
 	struct syncmem_bucket *b = syncmem_bucket_of(r, op->offset);
-	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
+	struct syncmem_wake wk;
 	struct syncmem_queue *q, *dead;
 	long woken = 0, ret = 0;
 	bool first = true, more;
 	u64 limit = 0;
 
+	syncmem_wake_init(&wk);
+	op->wk = &wk;
 	do {
 		spin_lock(&b->lock);
 		q = syncmem_queue_find(b, op->offset);
+		more = false;
 		if (first) {
 			/* Only waiters queued before this call count. */
 			limit = b->seq;
+			op->again = false;
 			if (op->decide)
 				ret = op->decide(r, q, op);
-			first = false;
+			/* It took out a batch of gone waiters: decide again. */
+			more = op->again;
+			first = more;
 			if (op->target) {
 				syncmem_note_handoff(op, op->target);
 				syncmem_wake_claim(r, op->target, op->state, &wk);
 				op->want = 0;
 			}
 		}
-		more = q && syncmem_wake_batch(r, q, op, limit, &wk);
+		if (!more)
+			more = q && syncmem_wake_batch(r, q, op, limit, &wk);
 		dead = syncmem_queue_settle(r, q);
 		spin_unlock(&b->lock);
 		woken += wk.nr;
@@ -738,12 +868,26 @@ int syncmem_waiter_set_task(struct syncmem_sync_waiter *sw,
 	return state;
 }
 
-/* Under b->lock: is a writable waiter that can take a hand-off queued after @w? */
-static bool syncmem_live_after(struct syncmem_queue *q, struct syncmem_waiter *w)
+/*
+ * Under b->lock: is a writable waiter that can take a hand-off queued after
+ * @w? Gone ones met on the way are taken out; when this hold may take out
+ * no more, the answer is yes: a waiters mark too many only brings the
+ * holder's release to the kernel, which then finds nobody.
+ */
+static bool syncmem_live_after(struct syncmem_region *r, struct syncmem_queue *q,
+			       struct syncmem_waiter *w, struct syncmem_wake *wk)
 {
-	list_for_each_entry_continue(w, &q->waiters, node)
+	struct syncmem_waiter *tmp;
+
+	list_for_each_entry_safe_continue(w, tmp, &q->waiters, node) {
 		if (!syncmem_waiter_gone(w))
 			return true;
+		if (syncmem_gone_stays(w))
+			continue;
+		if (!syncmem_gone_room(wk))
+			return true;
+		syncmem_gone_claim(r, w, wk);
+	}
 	return false;
 }
 
@@ -752,18 +896,19 @@ static bool syncmem_live_after(struct syncmem_queue *q, struct syncmem_waiter *w
  * anybody else waits on it, observers included (they are woken whenever the
  * word changes, so its holder's unlock must come to the kernel).
  */
-static u64 syncmem_owner_waiters_bit(struct syncmem_queue *q,
-				     struct syncmem_waiter *w)
+static u64 syncmem_owner_waiters_bit(struct syncmem_region *r, struct syncmem_queue *q,
+				     struct syncmem_waiter *w, struct syncmem_wake *wk)
 {
-	return syncmem_live_after(q, w) || !list_empty(&q->observers) ?
+	return syncmem_live_after(r, q, w, wk) || !list_empty(&q->observers) ?
 	       SYNCMEM_OWNER_WAITERS : 0;
 }
 
 /*
- * Under b->lock: list @q among the owner words with waiters. Done before an
- * owner waiter looks at the owner, so that a death either is seen by that
- * look or scans this queue after it (the scan lists queues under the same
- * spinlock after the owner's id is gone).
+ * Under b->lock: list @q among its region's owner words with waiters. Done
+ * before an owner waiter looks at the owner, so that a death either is seen
+ * by that look or scans this queue after it: the scan of a region starts a
+ * pass after the owner's id is gone, and passes over only the queues listed
+ * after it started (syncmem_region_owner_scan()), under the same lock.
  */
 static void syncmem_owner_queue_mark(struct syncmem_region *r,
 				     struct syncmem_queue *q)
@@ -771,12 +916,31 @@ static void syncmem_owner_queue_mark(struct syncmem_region *r,
 	if (q->owner_word)
 		return;
 	q->owner_word = true;
-	spin_lock(&syncmem_owner_queues_lock);
-	if (list_empty(&r->owner_queues))
+	spin_lock(&r->owner_lock);
+	if (list_empty(&r->owner_queues)) {
+		spin_lock(&syncmem_owner_regions_lock);
+		r->owner_walk_pass = syncmem_owner_walk_pass;
 		list_add_tail(&r->owner_node, &syncmem_owner_regions);
+		spin_unlock(&syncmem_owner_regions_lock);
+	}
+	q->scan_pass = r->owner_scan_pass;
 	list_add_tail(&q->owner_node, &r->owner_queues);
-	syncmem_nr_owner_queues++;
-	spin_unlock(&syncmem_owner_queues_lock);
+	spin_unlock(&r->owner_lock);
+}
+
+/* Under b->lock: @q, emptied, leaves its region's owner words. */
+static void syncmem_owner_queue_unmark(struct syncmem_region *r,
+				       struct syncmem_queue *q)
+{
+	spin_lock(&r->owner_lock);
+	list_del(&q->owner_node);
+	if (list_empty(&r->owner_queues)) {
+		spin_lock(&syncmem_owner_regions_lock);
+		list_del(&r->owner_node);
+		spin_unlock(&syncmem_owner_regions_lock);
+	}
+	spin_unlock(&r->owner_lock);
+	q->owner_word = false;
 }
 
 /*
@@ -785,10 +949,13 @@ static void syncmem_owner_queue_mark(struct syncmem_region *r,
  * oldest live waiter. An owner waiter is handed the word, as *@nv (with
  * SYNCMEM_OWNER_DIED after a dead owner), and gets *@state; any other
  * waiter is woken to look again (*@nv is @v). NULL when the word has a live
- * owner, is unrecoverable, or nobody can take it.
+ * owner, is unrecoverable, or nobody can take it; ERR_PTR(-EAGAIN) when
+ * this hold took out all the gone waiters it may before finding one.
  */
-static struct syncmem_waiter *syncmem_owner_heir(struct syncmem_queue *q, u64 v,
-						 u64 *nv, int *state)
+static struct syncmem_waiter *syncmem_owner_heir(struct syncmem_region *r,
+						 struct syncmem_queue *q, u64 v,
+						 u64 *nv, int *state,
+						 struct syncmem_wake *wk)
 {
 	u64 id = v & SYNCMEM_OWNER_ID;
 	struct syncmem_waiter *w;
@@ -796,13 +963,13 @@ static struct syncmem_waiter *syncmem_owner_heir(struct syncmem_queue *q, u64 v,
 	if (!q || id == SYNCMEM_OWNER_NOTRECOVERABLE ||
 	    (id && syncmem_owner_alive(id)))
 		return NULL;
-	w = syncmem_first_live(q);
-	if (!w)
-		return NULL;
+	w = syncmem_first_live(r, q, wk);
+	if (IS_ERR_OR_NULL(w))
+		return w;
 	*nv = v;
 	*state = SYNCMEM_W_WOKEN;
 	if (w->owner) {
-		*nv = w->owner | syncmem_owner_waiters_bit(q, w);
+		*nv = w->owner | syncmem_owner_waiters_bit(r, q, w, wk);
 		*state = SYNCMEM_W_HANDED_OFF;
 		if (id) {
 			*nv |= SYNCMEM_OWNER_DIED;
@@ -816,30 +983,38 @@ static struct syncmem_waiter *syncmem_owner_heir(struct syncmem_queue *q, u64 v,
  * Under b->lock: an owner word at @offset (its queue @q) that is free or
  * whose owner is dead goes to its heir (above): the word is updated, and the
  * heir returned with the *@state to claim it with. NULL if nobody can take
- * it, or the word changed meanwhile (its writer acts).
+ * it, or the word changed meanwhile (its writer acts); ERR_PTR(-EAGAIN) as
+ * syncmem_owner_heir().
  */
 static struct syncmem_waiter *syncmem_owner_word_pass(struct syncmem_region *r,
 						      struct syncmem_queue *q,
-						      u64 offset, int *state)
+						      u64 offset, int *state,
+						      struct syncmem_wake *wk)
 {
 	u64 v = syncmem_word_read(r, offset, 8), nv;
 	struct syncmem_waiter *w;
 
-	w = syncmem_owner_heir(q, v, &nv, state);
-	if (w && nv != v && !syncmem_word_cmpxchg(r, offset, 8, v, nv))
+	w = syncmem_owner_heir(r, q, v, &nv, state, wk);
+	if (!IS_ERR_OR_NULL(w) && nv != v &&
+	    !syncmem_word_cmpxchg(r, offset, 8, v, nv))
 		return NULL;
 	return w;
 }
 
-/* Under b->lock: the same, claiming the heir into @wk. True if one was. */
-static bool syncmem_owner_word_resolve(struct syncmem_region *r,
-				       struct syncmem_queue *q,
-				       struct syncmem_wake *wk)
+/*
+ * Under b->lock: the same, claiming the heir into @wk. 1 if one was, 0 if
+ * nobody was, -EAGAIN as syncmem_owner_heir().
+ */
+static int syncmem_owner_word_resolve(struct syncmem_region *r,
+				      struct syncmem_queue *q,
+				      struct syncmem_wake *wk)
 {
 	struct syncmem_waiter *w;
 	int state;
 
-	w = syncmem_owner_word_pass(r, q, q->offset, &state);
+	w = syncmem_owner_word_pass(r, q, q->offset, &state, wk);
+	if (IS_ERR(w))
+		return PTR_ERR(w);
 	if (w)
 		syncmem_wake_claim(r, w, state, wk);
 	return !!w;
@@ -847,80 +1022,156 @@ static bool syncmem_owner_word_resolve(struct syncmem_region *r,
 
 /*
  * Under no lock: the owner word at @offset may name a dead owner (or be
- * free) while waiters are queued. Give it to its oldest live waiter now.
+ * free) while waiters are queued. Give it to its oldest live waiter now,
+ * taking out the gone waiters ahead of it a batch per hold of the lock.
  */
 static void syncmem_owner_word_settle(struct syncmem_region *r, u64 offset)
 {
 	struct syncmem_bucket *b = syncmem_bucket_of(r, offset);
-	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
-	struct syncmem_queue *q, *dead = NULL;
+	struct syncmem_wake wk;
+	struct syncmem_queue *q, *dead;
 	bool observed = false;
+	int res;
 
-	spin_lock(&b->lock);
-	q = syncmem_queue_find(b, offset);
-	if (q && q->owner_word && syncmem_owner_word_resolve(r, q, &wk)) {
-		observed = !list_empty(&q->observers);
-		dead = syncmem_queue_settle(r, q);
-	}
-	spin_unlock(&b->lock);
-	syncmem_wake_flush(&wk);
-	syncmem_queue_free(dead);
+	syncmem_wake_init(&wk);
+	do {
+		res = 0;
+		dead = NULL;
+		spin_lock(&b->lock);
+		q = syncmem_queue_find(b, offset);
+		if (q && q->owner_word) {
+			res = syncmem_owner_word_resolve(r, q, &wk);
+			if (res > 0)
+				observed = !list_empty(&q->observers);
+			dead = syncmem_queue_settle(r, q);
+		}
+		spin_unlock(&b->lock);
+		syncmem_wake_flush(&wk);
+		syncmem_queue_free(dead);
+		if (res < 0)
+			cond_resched();
+	} while (res < 0);
 	if (observed)
 		syncmem_wake_observers(r, offset);
 }
+
+/* Owner words a scan looks up per hold of its region's owner lock. */
+#define SYNCMEM_SCAN_CHUNK	64
+
+/*
+ * A region's scan: each owner word of it with waiters whose owner has died
+ * (or that is free) goes to its oldest waiter. One pass looks at the
+ * queues listed when it starts: a chunk at a time, each moved to the tail
+ * as it is taken, so the pass ends when the head is one it took. The lock
+ * is held for a chunk, never across the region's queues. Each region has
+ * its own work item: a region with many owner words is scanned beside, not
+ * in front of, the others. Holds a region reference, taken by whoever
+ * queued it.
+ */
+static void syncmem_region_owner_scan(struct work_struct *work)
+{
+	struct syncmem_region *r = container_of(work, struct syncmem_region,
+						owner_scan_work);
+	u64 offsets[SYNCMEM_SCAN_CHUNK];
+	struct syncmem_queue *q;
+	unsigned int n, i;
+	u16 pass;
+
+	spin_lock(&r->owner_lock);
+	pass = ++r->owner_scan_pass;
+	spin_unlock(&r->owner_lock);
+	do {
+		n = 0;
+		spin_lock(&r->owner_lock);
+		while (n < SYNCMEM_SCAN_CHUNK && !list_empty(&r->owner_queues)) {
+			q = list_first_entry(&r->owner_queues, struct syncmem_queue,
+					     owner_node);
+			if (q->scan_pass == pass)
+				break;
+			q->scan_pass = pass;
+			list_move_tail(&q->owner_node, &r->owner_queues);
+			offsets[n++] = q->offset;
+		}
+		spin_unlock(&r->owner_lock);
+		for (i = 0; i < n; i++) {
+			syncmem_owner_word_settle(r, offsets[i]);
+			cond_resched();
+		}
+	} while (n == SYNCMEM_SCAN_CHUNK);
+	syncmem_region_put(r);
+}
+
+/*
+ * The walk that a death queues: it queues the scan of every region with
+ * owner words waited on. The regions are taken a chunk per hold of the
+ * lock and moved to the tail, as a region's scan takes its queues. One work
+ * item for all, which only queues the regions' own; a death while it runs
+ * queues it again.
+ */
+static void syncmem_owner_walk(struct work_struct *work)
+{
+	struct syncmem_region *batch[SYNCMEM_SCAN_CHUNK];
+	struct syncmem_region *r;
+	unsigned int n, i;
+	u32 pass;
+
+	spin_lock(&syncmem_owner_regions_lock);
+	pass = ++syncmem_owner_walk_pass;
+	spin_unlock(&syncmem_owner_regions_lock);
+	do {
+		n = 0;
+		spin_lock(&syncmem_owner_regions_lock);
+		while (n < SYNCMEM_SCAN_CHUNK && !list_empty(&syncmem_owner_regions)) {
+			r = list_first_entry(&syncmem_owner_regions, struct syncmem_region,
+					     owner_node);
+			if (r->owner_walk_pass == pass)
+				break;
+			r->owner_walk_pass = pass;
+			list_move_tail(&r->owner_node, &syncmem_owner_regions);
+			/* A listed region has waiters, and they hold it. */
+			if (kref_get_unless_zero(&r->ref))
+				batch[n++] = r;
+		}
+		spin_unlock(&syncmem_owner_regions_lock);
+		for (i = 0; i < n; i++) {
+			/* Its reference goes to the scan, unless one is queued. */
+			if (!queue_work(syncmem_scan_wq, &batch[i]->owner_scan_work))
+				syncmem_region_put(batch[i]);
+		}
+		cond_resched();
+	} while (n == SYNCMEM_SCAN_CHUNK);
+}
+
+static DECLARE_WORK(syncmem_owner_walk_work, syncmem_owner_walk);
 
 /**
  * syncmem_owner_words_scan - after a death, look at every owner word waited on
  *
  * Each owner word with waiters whose owner has died (or that is free) goes
- * to its oldest waiter. Runs in process context (the reaper's work).
+ * to its oldest waiter, soon: queues the walk above and returns. A scan
+ * queued or running when the owner's id was dropped runs again after.
+ * With no owner word waited on, nothing is queued: a queue listed after
+ * this look (under the lock it is listed under) finds the id dropped.
  */
 void syncmem_owner_words_scan(void)
 {
-	struct { struct syncmem_region *r; u64 offset; } *v;
-	struct syncmem_region *rr;
-	struct syncmem_queue *q;
-	unsigned long n, i = 0;
+	bool any;
 
-	for (;;) {
-		n = READ_ONCE(syncmem_nr_owner_queues) + 16;
-		v = kvmalloc_array(n, sizeof(*v), GFP_KERNEL);
-		if (!v)
-			return;
-		spin_lock(&syncmem_owner_queues_lock);
-		/* Every listed queue must fit: one missed would sleep on. */
-		if (syncmem_nr_owner_queues <= n)
-			break;
-		spin_unlock(&syncmem_owner_queues_lock);
-		kvfree(v);
-	}
-	list_for_each_entry(rr, &syncmem_owner_regions, owner_node) {
-		list_for_each_entry(q, &rr->owner_queues, owner_node) {
-			if (i == n)
-				break;
-			/* A listed queue has waiters, and they hold its region. */
-			if (!kref_get_unless_zero(&rr->ref))
-				continue;
-			v[i].r = rr;
-			v[i++].offset = q->offset;
-		}
-	}
-	spin_unlock(&syncmem_owner_queues_lock);
-	n = i;
-	for (i = 0; i < n; i++) {
-		syncmem_owner_word_settle(v[i].r, v[i].offset);
-		syncmem_region_put(v[i].r);
-		cond_resched();
-	}
-	kvfree(v);
+	spin_lock(&syncmem_owner_regions_lock);
+	any = !list_empty(&syncmem_owner_regions);
+	spin_unlock(&syncmem_owner_regions_lock);
+	if (any)
+		queue_work(syncmem_scan_wq, &syncmem_owner_walk_work);
 }
 
 /*
  * Under b->lock: the owner named by the word an owner waiter @w expects is
  * dead. The oldest waiter of its queue @q (NULL: none) takes the word over,
- * or else the caller does. SYNCMEM_WAIT_OWNER_DIED (the caller owns it) or
- * SYNCMEM_WAIT_NOT_EQUAL (look again); *@observed says whether observers
- * are to be told the word changed.
+ * or else the caller does. SYNCMEM_WAIT_OWNER_DIED (the caller owns it),
+ * SYNCMEM_WAIT_NOT_EQUAL (look again), or -EAGAIN when the gone waiters
+ * ahead of the oldest are more than one hold takes out (drop the lock,
+ * flush @wk and try again); *@observed says whether observers are to be
+ * told the word changed.
  */
 static long syncmem_owner_take_over(struct syncmem_region *r,
 				    struct syncmem_queue *q,
@@ -928,16 +1179,21 @@ static long syncmem_owner_take_over(struct syncmem_region *r,
 				    struct syncmem_waiter *w,
 				    struct syncmem_wake *wk, bool *observed)
 {
+	struct syncmem_waiter *next = NULL;
+	int res;
 	u64 nv;
 
 	if (q) {
 		syncmem_owner_queue_mark(r, q);
 		*observed = !list_empty(&q->observers);
-		if (syncmem_owner_word_resolve(r, q, wk))
-			return SYNCMEM_WAIT_NOT_EQUAL;
+		res = syncmem_owner_word_resolve(r, q, wk);
+		if (res)
+			return res < 0 ? res : SYNCMEM_WAIT_NOT_EQUAL;
+		next = syncmem_first_live(r, q, wk);
+		if (IS_ERR(next))
+			return PTR_ERR(next);
 	}
-	nv = w->owner | SYNCMEM_OWNER_DIED |
-	     (q && syncmem_first_live(q) ? SYNCMEM_OWNER_WAITERS : 0);
+	nv = w->owner | SYNCMEM_OWNER_DIED | (next ? SYNCMEM_OWNER_WAITERS : 0);
 	if (!syncmem_word_cmpxchg(r, arg->offset, 8, arg->expected, nv))
 		return SYNCMEM_WAIT_NOT_EQUAL;
 	return SYNCMEM_WAIT_OWNER_DIED;
@@ -983,16 +1239,18 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 			  int (*admit)(struct syncmem_waiter *w))
 {
 	struct syncmem_bucket *b = syncmem_bucket_of(r, arg->offset);
-	struct syncmem_wake wk = { .async = LIST_HEAD_INIT(wk.async) };
+	struct syncmem_wake wk;
 	struct syncmem_queue *q, *spare = NULL, *dead = NULL;
 	u64 id = arg->expected & SYNCMEM_OWNER_ID;
 	bool observed = false;
 	long ret;
 
+	syncmem_wake_init(&wk);
 	if (w->owner && !id)
 		return SYNCMEM_WAIT_NOT_EQUAL;		/* free: take it */
 	if (w->owner && id == SYNCMEM_OWNER_NOTRECOVERABLE)
 		return -ENOTRECOVERABLE;
+again:
 	for (;;) {
 		spin_lock(&b->lock);
 		/* Pairs with the store a notifier makes before taking the lock. */
@@ -1050,6 +1308,12 @@ unlock:
 	spin_unlock(&b->lock);
 	syncmem_wake_flush(&wk);
 	syncmem_queue_free(dead);
+	if (ret == -EAGAIN) {
+		/* Gone waiters were taken out ahead of the heir: look again. */
+		dead = NULL;
+		cond_resched();
+		goto again;
+	}
 	syncmem_queue_free(spare);
 	if (observed)
 		syncmem_wake_observers(r, arg->offset);
@@ -1199,11 +1463,14 @@ static long syncmem_handoff_decide(struct syncmem_region *r,
 {
 	const struct syncmem_handoff *arg = op->arg;
 	bool mark = arg->flags & SYNCMEM_HANDOFF_WAITERS;
+	struct syncmem_waiter *w = syncmem_decide_first(r, q, op);
 
-	op->target = q ? syncmem_first_live(q) : NULL;
+	if (op->again)
+		return 0;
+	op->target = w;
 	if (op->target) {
 		/* The last writable waiter goes: nobody is left to mark. */
-		if (mark && !syncmem_live_after(q, op->target)) {
+		if (mark && !syncmem_live_after(r, q, op->target, op->wk)) {
 			syncmem_word_clear_top(r, arg->offset, arg->size);
 			op->observers = true;
 		}
@@ -1345,17 +1612,19 @@ static long syncmem_unlock_decide(struct syncmem_region *r,
 				  struct syncmem_wake_op *op)
 {
 	const struct syncmem_unlock *arg = op->arg;
-	struct syncmem_waiter *w = q ? syncmem_first_live(q) : NULL;
+	struct syncmem_waiter *w = syncmem_decide_first(r, q, op);
 	u64 v = syncmem_word_read(r, arg->offset, 8), nv;
 	long ret;
 
+	if (op->again)
+		return 0;
 	if ((v | SYNCMEM_OWNER_WAITERS) != (arg->expected | SYNCMEM_OWNER_WAITERS))
 		return -EAGAIN;
 	if (!w) {
 		nv = 0;
 		ret = SYNCMEM_UNLOCK_FREED;
 	} else if ((arg->flags & SYNCMEM_UNLOCK_HANDOFF) && w->owner) {
-		nv = w->owner | syncmem_owner_waiters_bit(q, w);
+		nv = w->owner | syncmem_owner_waiters_bit(r, q, w, op->wk);
 		ret = SYNCMEM_UNLOCK_HANDED;
 		op->state = SYNCMEM_W_HANDED_OFF;
 	} else {
@@ -1399,8 +1668,10 @@ static long syncmem_owner_poke_decide(struct syncmem_region *r,
 	struct syncmem_waiter *w;
 	int state;
 
-	w = syncmem_owner_word_pass(r, q, op->offset, &state);
-	if (!w)
+	w = syncmem_owner_word_pass(r, q, op->offset, &state, op->wk);
+	if (IS_ERR(w))
+		op->again = true;
+	if (IS_ERR_OR_NULL(w))
 		return 0;
 	op->target = w;
 	op->state = state;
@@ -1426,9 +1697,11 @@ static long syncmem_owner_give_up_decide(struct syncmem_region *r,
 
 	if ((v & SYNCMEM_OWNER_ID) != *owner)
 		return 0;
-	w = q ? syncmem_first_live(q) : NULL;
+	w = syncmem_decide_first(r, q, op);
+	if (op->again)
+		return 0;
 	if (w && w->owner) {
-		nv = w->owner | died | syncmem_owner_waiters_bit(q, w);
+		nv = w->owner | died | syncmem_owner_waiters_bit(r, q, w, op->wk);
 		op->state = died ? SYNCMEM_W_OWNER_DIED : SYNCMEM_W_HANDED_OFF;
 	} else {
 		nv = (died ? SYNCMEM_OWNER_GONE | died : 0) |
@@ -1448,15 +1721,18 @@ static long syncmem_owner_give_up_decide(struct syncmem_region *r,
  * @w:		The waiter.
  *
  * Takes it out of its queue or, if it was claimed first, passes on what it
- * was given. Process context.
+ * was given: nothing if a waker took it out as gone (syncmem_gone_claim()).
+ * Process context.
  */
 void syncmem_waiter_abandon(struct syncmem_region *r, u64 offset,
 			    struct syncmem_waiter *w)
 {
 	int state;
 
-	if (!syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED, &state))
-		syncmem_wait_pass_on(r, offset, w, syncmem_wait_result(state));
+	if (syncmem_waiter_claim(r, w, SYNCMEM_W_CANCELLED, &state) ||
+	    state == SYNCMEM_W_CANCELLED)
+		return;
+	syncmem_wait_pass_on(r, offset, w, syncmem_wait_result(state));
 }
 
 /**
