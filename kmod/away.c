@@ -59,6 +59,7 @@ struct syncmem_away {
 	struct list_head node;		/* in syncmem_away_list, or ended */
 	struct list_head region_node;	/* in its region's away list */
 	bool listed;			/* in all three; under syncmem_away_lock */
+	u32 check_pass;			/* the check that looked at it last; same */
 	struct task_struct *task;	/* its thread; referenced */
 	u64 exec_id;			/* the program it ran */
 	struct files_struct *files;	/* its fd table; compared only */
@@ -70,10 +71,14 @@ struct syncmem_away {
 /* How often to look for away waiters of threads that exited. */
 #define SYNCMEM_AWAY_CHECK	(HZ / 10)
 
+/* Waiters away the check looks at per hold of syncmem_away_lock. */
+#define SYNCMEM_AWAY_CHUNK	64
+
 static DEFINE_SPINLOCK(syncmem_away_lock);	/* hash and list changes, nr, dying */
 static DEFINE_HASHTABLE(syncmem_away_hash, 10);	/* looked up under RCU */
 static LIST_HEAD(syncmem_away_list);
 static unsigned long syncmem_nr_away;
+static u32 syncmem_away_pass;			/* of the check; under the lock */
 static bool syncmem_away_dying;			/* the module is going */
 
 static void syncmem_away_check(struct work_struct *work);
@@ -301,6 +306,8 @@ bool syncmem_away_park(struct syncmem_region *r, struct file *file,
 	}
 	spin_lock(&syncmem_away_lock);
 	hash_add_rcu(syncmem_away_hash, &a->hash_node, (unsigned long)current);
+	/* A check already under way need not look at a thread just here. */
+	a->check_pass = syncmem_away_pass;
 	list_add_tail(&a->node, &syncmem_away_list);
 	list_add_tail(&a->region_node, &r->away);
 	a->listed = true;
@@ -338,22 +345,47 @@ static void syncmem_away_end_all(struct list_head *ended)
 	}
 }
 
-/* Cancel the waiters away of threads that exited or exec'd. */
+/*
+ * Cancel the waiters away of threads that exited or exec'd. One pass looks
+ * at those listed when it starts, SYNCMEM_AWAY_CHUNK per hold of the lock:
+ * each it keeps goes to the tail, so the pass ends when the head is one it
+ * looked at (or the list is empty). The lock is never held across all of
+ * them.
+ */
 static void syncmem_away_check(struct work_struct *work)
 {
-	struct syncmem_away *a, *tmp;
+	struct syncmem_away *a;
+	unsigned int n;
 	LIST_HEAD(ended);
+	bool done;
+	u32 pass;
 
 	spin_lock(&syncmem_away_lock);
-	list_for_each_entry_safe(a, tmp, &syncmem_away_list, node) {
-		if (!syncmem_away_lost(a))
-			continue;
-		syncmem_away_unlist(a);
-		list_add_tail(&a->node, &ended);
-	}
-	syncmem_away_arm(SYNCMEM_AWAY_CHECK);
+	pass = ++syncmem_away_pass;
 	spin_unlock(&syncmem_away_lock);
-	syncmem_away_end_all(&ended);
+	do {
+		spin_lock(&syncmem_away_lock);
+		for (n = 0; n < SYNCMEM_AWAY_CHUNK; n++) {
+			a = list_first_entry_or_null(&syncmem_away_list,
+						     struct syncmem_away, node);
+			if (!a || a->check_pass == pass)
+				break;
+			a->check_pass = pass;
+			if (syncmem_away_lost(a)) {
+				syncmem_away_unlist(a);
+				list_add_tail(&a->node, &ended);
+			} else {
+				list_move_tail(&a->node, &syncmem_away_list);
+			}
+		}
+		done = n < SYNCMEM_AWAY_CHUNK;
+		if (done)
+			syncmem_away_arm(SYNCMEM_AWAY_CHECK);
+		spin_unlock(&syncmem_away_lock);
+		syncmem_away_end_all(&ended);
+		INIT_LIST_HEAD(&ended);
+		cond_resched();
+	} while (!done);
 }
 
 /* A process exited: look now rather than at the next check. */
