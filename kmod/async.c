@@ -56,11 +56,10 @@ struct syncmem_async {
 	u64 seq;			/* arrival in the pending set */
 	struct syncmem_handle *h;
 	struct syncmem_region *region;
-	struct pid *tgid;		/* the process that queued it; referenced */
+	struct syncmem_life *life;	/* the program that queued it; referenced */
 	u64 offset;			/* of its word */
 	refcount_t ref;
 	int result;
-	u32 exec_id;			/* its process's program then (low half) */
 	bool timed;
 };
 
@@ -106,19 +105,13 @@ void syncmem_handle_put(struct syncmem_handle *h)
 }
 
 /*
- * Has the process that queued @a exited, or exec'd another program? It will
- * never read the record.
+ * Has the program that queued @a ended (its process exited or exec'd)? It
+ * will never read the record. A POST record of a process that has no life
+ * is nobody's orphan.
  */
 static bool syncmem_async_orphan(const struct syncmem_async *a)
 {
-	u64 exec_id;
-	bool orphan;
-
-	rcu_read_lock();
-	orphan = !syncmem_process_exec_id(a->tgid, &exec_id) ||
-		 (u32)exec_id != a->exec_id;
-	rcu_read_unlock();
-	return orphan;
+	return a->life && syncmem_life_over(a->life);
 }
 
 /* Under its bucket lock: pass @w over (syncmem_waiter_gone()). */
@@ -141,7 +134,7 @@ void syncmem_async_describe(const struct syncmem_waiter *w, struct pid_namespace
 {
 	const struct syncmem_async *a = container_of(w, struct syncmem_async, w);
 
-	e->pid = pid_nr_ns(a->tgid, ns);
+	e->pid = pid_nr_ns(syncmem_life_tgid(a->life), ns);
 	e->deadline_ns = syncmem_async_deadline(a);
 }
 
@@ -158,7 +151,7 @@ static void syncmem_async_free(struct syncmem_async *a)
 		hrtimer_cancel(&to_timed(a)->timer);
 	if (a->region)
 		syncmem_region_put(a->region);
-	put_pid(a->tgid);
+	syncmem_life_put(a->life);
 	spin_lock(&h->lock);
 	h->nr_outstanding--;
 	spin_unlock(&h->lock);
@@ -242,38 +235,47 @@ static void syncmem_pending_remove(struct syncmem_handle *h, struct syncmem_asyn
 	list_del_init(&a->node);
 }
 
-/*
- * @a has been claimed (it is out of its queue): stop its timer and turn it
- * into a completion record, or drop it if the handle is closing.
- */
-/*
- * Records dropped unread that carried a wake-up or a hand-off: passed on
- * from process context, one after the other (passing one on may complete,
- * and drop, another).
- */
-static DEFINE_SPINLOCK(syncmem_pass_on_lock);
-static LIST_HEAD(syncmem_pass_on_list);	/* by a->node, dropped from h->cq */
+/* Records one run of a handle's pass-on work passes on before it yields. */
+#define SYNCMEM_PASS_ON_BATCH	32
 
-static void syncmem_pass_on_work_fn(struct work_struct *work)
+static void syncmem_handle_queue_pass_on(struct syncmem_handle *h)
 {
-	struct syncmem_async *a;
+	/* A queued work item holds a handle reference. */
+	kref_get(&h->ref);
+	if (!queue_work(syncmem_async_wq, &h->pass_on_work))
+		syncmem_handle_put(h);	/* never the last: the caller holds one */
+}
 
-	for (;;) {
-		spin_lock(&syncmem_pass_on_lock);
-		a = list_first_entry_or_null(&syncmem_pass_on_list,
-					     struct syncmem_async, node);
+/*
+ * A handle's pass-on work: records of it dropped unread that carried a
+ * wake-up or a hand-off are passed on, in process context, one after the
+ * other (passing one on may complete, and drop, another). Each handle has
+ * its own work item, which after a batch goes to the back of the queue:
+ * however many records one handle drops, the others' go on beside them.
+ */
+static void syncmem_handle_pass_on(struct work_struct *work)
+{
+	struct syncmem_handle *h = container_of(work, struct syncmem_handle,
+						pass_on_work);
+	struct syncmem_async *a;
+	unsigned int n;
+
+	for (n = 0; n < SYNCMEM_PASS_ON_BATCH; n++) {
+		spin_lock(&h->lock);
+		a = list_first_entry_or_null(&h->pass_on, struct syncmem_async, node);
 		if (a)
 			list_del_init(&a->node);
-		spin_unlock(&syncmem_pass_on_lock);
+		spin_unlock(&h->lock);
 		if (!a)
 			break;
 		syncmem_wait_pass_on(a->region, a->offset, &a->w, a->result);
 		syncmem_async_put(a);
 		cond_resched();
 	}
+	if (n == SYNCMEM_PASS_ON_BATCH)
+		syncmem_handle_queue_pass_on(h);
+	syncmem_handle_put(h);	/* the work's */
 }
-
-static DECLARE_WORK(syncmem_pass_on_work, syncmem_pass_on_work_fn);
 
 /*
  * Was @a, completed with @result, given something that must go on if its
@@ -292,17 +294,26 @@ static bool syncmem_async_carries(const struct syncmem_async *a, int result)
  */
 static void syncmem_async_drop(struct syncmem_async *a, int result)
 {
+	struct syncmem_handle *h = a->h;
+
 	if (syncmem_async_carries(a, result)) {
 		a->result = result;
-		spin_lock(&syncmem_pass_on_lock);
-		list_add_tail(&a->node, &syncmem_pass_on_list);
-		spin_unlock(&syncmem_pass_on_lock);
-		queue_work(syncmem_async_wq, &syncmem_pass_on_work);
+		/* Once listed, @a (and its hold on @h) may be gone at once. */
+		kref_get(&h->ref);
+		spin_lock(&h->lock);
+		list_add_tail(&a->node, &h->pass_on);
+		spin_unlock(&h->lock);
+		syncmem_handle_queue_pass_on(h);
+		syncmem_handle_put(h);
 		return;
 	}
 	syncmem_async_put(a);
 }
 
+/*
+ * @a has been claimed (it is out of its queue): stop its timer and turn it
+ * into a completion record, or drop it if nobody will read it.
+ */
 static void syncmem_async_complete(struct syncmem_async *a, int result)
 {
 	struct syncmem_handle *h = a->h;
@@ -455,13 +466,14 @@ static int syncmem_handle_reserve(struct syncmem_handle *h)
 
 /*
  * A new async wait of @h with the owner's reference, taking a slot, a
- * charge, a handle reference and the caller's reference on @r (may be
- * NULL). On failure nothing is taken: ERR_PTR(-EAGAIN), ERR_PTR(-EDQUOT)
- * or ERR_PTR(-ENOMEM).
+ * charge, a handle reference and the caller's references on @r and @life
+ * (either may be NULL). On failure nothing is taken: ERR_PTR(-EAGAIN),
+ * ERR_PTR(-EDQUOT) or ERR_PTR(-ENOMEM).
  */
 static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 					       u64 deadline, u64 user_data,
-					       struct syncmem_region *r)
+					       struct syncmem_region *r,
+					       struct syncmem_life *life)
 {
 	struct syncmem_async *a;
 	int err = syncmem_handle_reserve(h);
@@ -479,8 +491,7 @@ static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 	atomic64_inc(&syncmem_nr_async);
 	atomic_long_inc(&h->ns->usage.async_waits);
 	a->w.async = true;
-	a->tgid = get_pid(task_tgid(current));
-	a->exec_id = (u32)current->self_exec_id;
+	a->life = life;
 	refcount_set(&a->ref, 1);
 	RB_CLEAR_NODE(&a->pending);
 	INIT_LIST_HEAD(&a->node);
@@ -494,6 +505,7 @@ static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 {
 	struct syncmem_wait_async arg;
+	struct syncmem_life *life = NULL;
 	struct syncmem_region *r;
 	struct syncmem_async *a;
 	struct syncmem_wait w;
@@ -522,15 +534,19 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 		.size = arg.size,
 	};
 	ret = syncmem_wait_check(r, &w);
-	/* Its waits end with this process, whoever else keeps the handle. */
-	if (!ret)
-		ret = syncmem_owner_watch_handle(h);
+	/* Its waits end with this program, whoever else keeps the handle. */
+	if (!ret) {
+		life = syncmem_owner_watch_handle(h);
+		if (IS_ERR(life))
+			ret = PTR_ERR(life);
+	}
 	if (ret) {
 		syncmem_region_put(r);
 		return ret;
 	}
-	a = syncmem_async_new(h, arg.deadline_ns, arg.user_data, r);
+	a = syncmem_async_new(h, arg.deadline_ns, arg.user_data, r, life);
 	if (IS_ERR(a)) {
+		syncmem_life_put(life);
 		syncmem_region_put(r);
 		return PTR_ERR(a);
 	}
@@ -547,6 +563,7 @@ long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg)
 
 long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg)
 {
+	struct syncmem_life *life;
 	struct syncmem_post arg;
 	struct syncmem_async *a;
 	int err = 0;
@@ -555,9 +572,13 @@ long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg)
 		return -EFAULT;
 	if (arg.flags)
 		return -EINVAL;
-	a = syncmem_async_new(h, SYNCMEM_NO_DEADLINE, arg.user_data, NULL);
-	if (IS_ERR(a))
+	/* A record of a program that ends unread is dropped with its others. */
+	life = syncmem_life_get_current();
+	a = syncmem_async_new(h, SYNCMEM_NO_DEADLINE, arg.user_data, NULL, life);
+	if (IS_ERR(a)) {
+		syncmem_life_put(life);
 		return PTR_ERR(a);
+	}
 	/* Checked and completed in one hold of the lock: no wait can slip in. */
 	spin_lock(&h->lock);
 	if (syncmem_pending_find(h, arg.user_data)) {
@@ -856,6 +877,8 @@ struct syncmem_handle *syncmem_handle_create(void)
 	spin_lock_init(&h->expire_lock);
 	INIT_LIST_HEAD(&h->expired);
 	INIT_WORK(&h->expire_work, syncmem_handle_expire);
+	INIT_LIST_HEAD(&h->pass_on);
+	INIT_WORK(&h->pass_on_work, syncmem_handle_pass_on);
 	syncmem_on_close_init(h);
 	return h;
 }
@@ -881,6 +904,13 @@ void syncmem_handle_release(struct syncmem_handle *h)
 		syncmem_async_cancel_settled(h, a);
 		syncmem_async_put(a);
 	}
+	/*
+	 * The end of a program that waited here may have taken some of its
+	 * waits off the pending list (syncmem_async_reap()): once no end
+	 * can begin here any more, wait for those in flight to be done.
+	 */
+	syncmem_owner_unwatch_handle(h);
+	wait_event(h->settle_wq, !atomic_read(&h->reaping));
 
 	spin_lock(&h->lock);
 	list_splice_init(&h->cq, &unread);
@@ -889,7 +919,6 @@ void syncmem_handle_release(struct syncmem_handle *h)
 		list_del(&a->node);
 		syncmem_async_drop(a, a->result);
 	}
-	syncmem_owner_unwatch_handle(h);
 	syncmem_on_close_run(h);
 	syncmem_handle_put(h);
 }
@@ -906,18 +935,19 @@ static void syncmem_async_pass_on_now(struct syncmem_async *a)
 }
 
 /**
- * syncmem_async_reap - the process @tgid, which waited on @h, has exited
+ * syncmem_async_reap - the program of @life, which waited on @h, has ended
  * @h:		The handle (a reference is held by the caller).
- * @tgid:	The process.
+ * @life:	The program (it exited or exec'd: syncmem_life_over()).
  *
- * @h may live on in another process (a forked child): its waits there are
- * not that process's. Cancel them and drop their unread records, passing on
- * what those were given, as if the handle had been closed for them alone.
- * Their completions from now on are dropped too (syncmem_async_complete()).
- * Process context; runs before the death's scan of owner words, so that a
- * hand-off the dead process never read goes on as a hand-off.
+ * @h may live on in another process (a forked child), or in the program
+ * the process runs next: its waits there are not that program's. Cancel
+ * the program's waits and drop its unread records, passing on what those
+ * were given, as if the handle had been closed for them alone. Their
+ * completions from now on are dropped too (syncmem_async_complete()).
+ * Process context; runs before the end's scan of owner words, so that a
+ * hand-off the program never read goes on as a hand-off.
  */
-void syncmem_async_reap(struct syncmem_handle *h, struct pid *tgid)
+void syncmem_async_reap(struct syncmem_handle *h, struct syncmem_life *life)
 {
 	struct syncmem_async *a, *tmp;
 	LIST_HEAD(mine);
@@ -930,10 +960,10 @@ void syncmem_async_reap(struct syncmem_handle *h, struct pid *tgid)
 	 */
 	spin_lock(&h->lock);
 	list_for_each_entry_safe(a, tmp, &h->pending_list, node)
-		if (a->tgid == tgid)
+		if (a->life == life)
 			list_move_tail(&a->node, &mine);
 	list_for_each_entry_safe(a, tmp, &h->cq, node)
-		if (a->tgid == tgid)
+		if (a->life == life)
 			list_move_tail(&a->node, &unread);
 	spin_unlock(&h->lock);
 	for (;;) {

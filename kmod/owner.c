@@ -11,16 +11,41 @@
  * run under bucket spinlocks); registration and removal take
  * syncmem_owner_mutex.
  *
- * Deaths: each process that holds ids has a "life", hooked on its thread
- * group's pidfd wait queue, which the kernel wakes when the group has
- * exited. The hook (atomic context) queues the life for syncmem_reap(),
- * which drops the ids of lives that have ended and then has wait.c look at
- * every owner word with waiters (syncmem_owner_words_scan()), so that waiters
- * of a dead owner's lock are woken at once, not when a timeout expires.
- * A life also lists the handles the process queued async waits on
- * (syncmem_owner_watch_handle()): when the process has exited, async.c
- * cancels its waits there and passes on what they were given but never
- * read, even if the handle lives on in a forked child.
+ * Ends of programs: each program run of a process that holds ids or queued
+ * async waits has a "life" (the process's thread group pid and the address
+ * space it runs in). A life ends when the kernel tells one of these:
+ *  - the thread group exited: its pidfd wait queue, which the kernel wakes
+ *    then, has the life's hook on it;
+ *  - its address space is torn down: exit_mmap() closes every mapping in
+ *    it, and the close of a region mapping with no user left of the mm
+ *    (mm_users is 0, which happens only there) calls syncmem_owner_mm_gone().
+ *    That is the old address space of an execve, right in the execve, or
+ *    the last thread's at exit;
+ *  - the process registers again (an id, an async wait) from another program:
+ *    it exec'd, and its old address space was torn down without telling.
+ * The hooks (atomic context, or the mm's own locks held) only queue the
+ * life's own work item, which drops the program's ids, cancels its async
+ * waits and passes on what their unread records were given, on every handle
+ * it waited on (syncmem_owner_watch_handle()) even if the handle lives on
+ * in a forked child or in the next program, and then has wait.c look at
+ * every owner word with waiters (syncmem_owner_words_scan()): waiters of a
+ * dead or exec'd owner's lock are woken at once, not when a timeout expires.
+ * Each life has its own work item, so that one program's clean-up (many
+ * thousands of waits) runs beside, not in front of, another's; and the
+ * mutex is held for a chunk of ids or handles at a time.
+ *
+ * Why the close of a region mapping tells of an execve: a module has no
+ * exec hook, and looking at every process periodically costs in proportion
+ * to all of them. An mmu_notifier's release would tell the same of every
+ * address space, also of one that maps no region, but registering one
+ * takes the mm's mmap_lock for writing and every lock of every mapping
+ * (mm_take_all_locks(), the i_mmap locks of files other processes map too),
+ * adds a notifier call to every invalidation in the process, and needs
+ * CONFIG_MMU_NOTIFIER. A program that maps no region, or shares its address
+ * space with another process (vfork(), CLONE_VM without CLONE_THREAD), is
+ * told of at its exit or its process's next registration instead; until
+ * then every lookup already calls its ids dead, and wakers take its async
+ * waits out of their queues as they meet them (wait.c).
  *
  * The exit of one thread of a live process is not notified: its words are
  * taken over by the next LOCK_WAIT that meets them, or by the scan that the
@@ -32,7 +57,6 @@
  * owner in the word (as PI futexes do) costs nothing until there is
  * contention, and a process's exit is already notified to pidfd pollers.
  */
-#include <linux/llist.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
@@ -49,28 +73,43 @@
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
 
+/*
+ * One program run of one process: its ids and the handles it queued async
+ * waits on. Ends (once) when the thread group exits, when its address space
+ * is torn down (the old one of an execve, or at exit), or when the process
+ * registers again from another program.
+ */
 struct syncmem_life {
-	struct rhash_head node;		/* in syncmem_lives, by @tgid */
+	struct rhash_head node;		/* in syncmem_lives by @tgid, until it ends */
+	struct rhlist_head mm_node;	/* in syncmem_lives_mm by @mm, until it ends */
 	struct pid *tgid;		/* referenced */
+	struct mm_struct *mm;		/* grabbed; compared only */
+	u64 exec_id;			/* the program it ran (self_exec_id) */
+	refcount_t ref;			/* its listing's, async waits', h->watched, work */
+	bool ended;			/* set once, under syncmem_owner_mutex */
+	bool finishing;			/* its end's clean-up began; under the mutex */
+	bool mm_gone;			/* its address space was torn down */
 	struct list_head owners;	/* its ids, under syncmem_owner_mutex */
 	unsigned int nr_owners;
 	struct syncmem_owner_entry *process_owner;
-	wait_queue_entry_t exit_wait;	/* on tgid->wait_pidfd */
-	struct llist_node poke_node;	/* in syncmem_poked */
-	unsigned long poked;		/* bit 0: in syncmem_poked */
-	bool unhooked;			/* off the pidfd queue: free when popped */
-	struct list_head all_node;	/* in syncmem_all_lives */
-	struct list_head watches;	/* of handles it waited on */
+	wait_queue_entry_t exit_wait;	/* on tgid->wait_pidfd until it ends */
+	struct work_struct end_work;
+	struct list_head all_node;	/* in syncmem_all_lives until it ends */
+	struct list_head watches;	/* of handles it waited on, under the mutex */
 	struct rcu_head rcu;
 };
 
-/* A handle that a process queued async waits on, for its death. */
-struct syncmem_watch {
-	struct list_head life_node;	/* in life->watches; then in a dead list */
-	struct list_head handle_node;	/* in h->watches */
-	struct syncmem_handle *h;	/* referenced once in a dead list */
+/* A handle that a program queued async waits on, for its end. */
+struct syncmem_watch_key {
+	struct syncmem_handle *h;
 	struct syncmem_life *life;
-	struct pid *tgid;		/* once in a dead list: referenced */
+};
+
+struct syncmem_watch {
+	struct rhash_head node;		/* in syncmem_watches, by @key */
+	struct syncmem_watch_key key;
+	struct list_head life_node;	/* in life->watches */
+	struct list_head handle_node;	/* in h->watches */
 };
 
 struct syncmem_owner_entry {
@@ -99,16 +138,32 @@ static const struct rhashtable_params syncmem_life_params = {
 	.automatic_shrinking = true,
 };
 
+static const struct rhashtable_params syncmem_life_mm_params = {
+	.key_len = sizeof(struct mm_struct *),
+	.key_offset = offsetof(struct syncmem_life, mm),
+	.head_offset = offsetof(struct syncmem_life, mm_node),
+	.automatic_shrinking = true,
+};
+
+static const struct rhashtable_params syncmem_watch_params = {
+	.key_len = sizeof(struct syncmem_watch_key),
+	.key_offset = offsetof(struct syncmem_watch, key),
+	.head_offset = offsetof(struct syncmem_watch, node),
+	.automatic_shrinking = true,
+};
+
 static DEFINE_MUTEX(syncmem_owner_mutex);
 static struct rhashtable syncmem_owners;
 static struct rhashtable syncmem_lives;
+static struct rhltable syncmem_lives_mm;
+static struct rhashtable syncmem_watches;
 static LIST_HEAD(syncmem_all_lives);
 static u64 syncmem_next_owner_id = 1;	/* under syncmem_owner_mutex */
-static LLIST_HEAD(syncmem_poked);
-static bool syncmem_scan_wanted;	/* dead thread ids found: scan */
+/* Where lives end (syncmem_life_end_work()), each its own work item. */
+static struct workqueue_struct *syncmem_owner_wq;
 
-static void syncmem_reap(struct work_struct *work);
-static DECLARE_WORK(syncmem_reap_work, syncmem_reap);
+/* Ids, or watches, one hold of the mutex drops at most as a program ends. */
+#define SYNCMEM_END_CHUNK	64
 
 /**
  * syncmem_process_exec_id - the program a process runs, unless it exited
@@ -117,7 +172,7 @@ static DECLARE_WORK(syncmem_reap_work, syncmem_reap);
  *
  * Under RCU. False once every thread of it has exited.
  */
-bool syncmem_process_exec_id(struct pid *tgid, u64 *exec_id)
+static bool syncmem_process_exec_id(struct pid *tgid, u64 *exec_id)
 {
 	/* The group's leader, or the thread that took its place. */
 	struct task_struct *t = pid_task(tgid, PIDTYPE_PID);
@@ -291,136 +346,277 @@ static void syncmem_owner_remove(struct syncmem_owner_entry *o)
 	call_rcu(&o->rcu, syncmem_owner_free_rcu);
 }
 
+static void syncmem_life_free_rcu(struct rcu_head *rcu)
+{
+	struct syncmem_life *life = container_of(rcu, struct syncmem_life, rcu);
+
+	put_pid(life->tgid);	/* lookups may have been comparing it */
+	kfree(life);
+}
+
+/**
+ * syncmem_life_put - drop a reference on a program's life
+ * @life:	A life (NULL: nothing to do).
+ *
+ * Process context.
+ */
+void syncmem_life_put(struct syncmem_life *life)
+{
+	if (!life || !refcount_dec_and_test(&life->ref))
+		return;
+	/* Found by no lookup that could take a reference: they only compare it. */
+	mmdrop(life->mm);
+	call_rcu(&life->rcu, syncmem_life_free_rcu);
+}
+
+/*
+ * Queue the end of @life, handing its work item a reference the caller
+ * took: the work looks at whether the program ended and, once it has,
+ * cleans up after it. Callable in atomic context.
+ */
+static void syncmem_life_queue_end_ref(struct syncmem_life *life)
+{
+	/* Still pending, so that run sees this event; it holds a reference. */
+	if (!queue_work(syncmem_owner_wq, &life->end_work))
+		refcount_dec(&life->ref);
+}
+
+/* The same, for a caller that holds a reference (or @life is listed). */
+static void syncmem_life_queue_end(struct syncmem_life *life)
+{
+	refcount_inc(&life->ref);
+	syncmem_life_queue_end_ref(life);
+}
+
+/**
+ * syncmem_life_over - has the program of @life ended?
+ * @life:	A life.
+ *
+ * True once its process exited or exec'd, or its address space was torn
+ * down, and for good; callable in atomic context. Before its end is seen
+ * to (syncmem_life_end_work()) the answer comes from the process itself.
+ */
+bool syncmem_life_over(const struct syncmem_life *life)
+{
+	u64 exec_id;
+	bool over;
+
+	if (READ_ONCE(life->ended) || READ_ONCE(life->mm_gone))
+		return true;
+	rcu_read_lock();
+	over = !syncmem_process_exec_id(life->tgid, &exec_id) ||
+	       exec_id != life->exec_id;
+	rcu_read_unlock();
+	return over;
+}
+
+/* The process of @life: its thread group's pid. */
+struct pid *syncmem_life_tgid(const struct syncmem_life *life)
+{
+	return life->tgid;
+}
+
 /* The pidfd wait queue was woken: maybe the process has exited. */
 static int syncmem_life_woken(wait_queue_entry_t *wq, unsigned int mode,
 			      int sync, void *key)
 {
-	struct syncmem_life *life = container_of(wq, struct syncmem_life,
-						 exit_wait);
-
-	if (!test_and_set_bit(0, &life->poked)) {
-		llist_add(&life->poke_node, &syncmem_poked);
-		queue_work(system_unbound_wq, &syncmem_reap_work);
-	}
+	/* Hooked, so not yet ended: its listing's reference is held. */
+	syncmem_life_queue_end(container_of(wq, struct syncmem_life, exit_wait));
 	return 0;
 }
 
-static void syncmem_life_free(struct syncmem_life *life)
+/**
+ * syncmem_owner_mm_gone - an address space is being torn down
+ * @mm:	The address space (its last user is gone: mm_users is 0).
+ *
+ * Called as a region mapping in it is closed (exit_mmap() closes every
+ * mapping): the program of every life in it has ended, at exit or at an
+ * execve. Process context, with the mm's own locks held: only queues.
+ */
+void syncmem_owner_mm_gone(struct mm_struct *mm)
 {
-	put_pid(life->tgid);	/* the table only compared the pointer */
-	kfree_rcu(life, rcu);
+	struct syncmem_life *life;
+	struct rhlist_head *list, *pos;
+
+	rcu_read_lock();
+	list = rhltable_lookup(&syncmem_lives_mm, &mm, syncmem_life_mm_params);
+	rhl_for_each_entry_rcu(life, pos, list, mm_node) {
+		if (READ_ONCE(life->mm_gone) || !refcount_inc_not_zero(&life->ref))
+			continue;
+		WRITE_ONCE(life->mm_gone, true);
+		syncmem_life_queue_end_ref(life);
+	}
+	rcu_read_unlock();
 }
 
 /*
- * Under syncmem_owner_mutex: the process has exited. Drop its ids, move the
- * handles it waited on to @dead (NULL: forget them), and take it off the
- * pidfd queue; free it unless the hook queued it meanwhile (then the run
- * that pops it frees it).
+ * Under syncmem_owner_mutex: the program of @life ended. From now on it is
+ * found by no lookup and no event queues it; its ids, async waits and
+ * records are dropped by its work item (syncmem_life_finish()), which the
+ * caller queues unless it is that work.
  */
-static void syncmem_life_end(struct syncmem_life *life, struct list_head *dead)
+static void syncmem_life_end(struct syncmem_life *life)
 {
-	struct syncmem_owner_entry *o, *tmp;
-	struct syncmem_watch *wt, *wtmp;
-
-	list_for_each_entry_safe(o, tmp, &life->owners, life_node)
-		syncmem_owner_remove(o);
-	list_for_each_entry_safe(wt, wtmp, &life->watches, life_node) {
-		list_del(&wt->life_node);
-		list_del(&wt->handle_node);
-		if (!dead) {
-			kfree(wt);
-			continue;
-		}
-		syncmem_handle_get(wt->h);
-		wt->tgid = get_pid(life->tgid);
-		list_add_tail(&wt->life_node, dead);
-	}
+	lockdep_assert_held(&syncmem_owner_mutex);
+	WRITE_ONCE(life->ended, true);
 	rhashtable_remove_fast(&syncmem_lives, &life->node, syncmem_life_params);
+	rhltable_remove(&syncmem_lives_mm, &life->mm_node, syncmem_life_mm_params);
 	list_del(&life->all_node);
+	/* Waits for a wake-up of the hook in flight: it holds no reference. */
 	remove_wait_queue(&life->tgid->wait_pidfd, &life->exit_wait);
-	life->unhooked = true;
-	if (!test_and_set_bit(0, &life->poked))
-		syncmem_life_free(life);
 }
 
-static void syncmem_reap(struct work_struct *work)
+/* Under syncmem_owner_mutex: forget @wt; the caller frees it. */
+static void syncmem_watch_remove(struct syncmem_watch *wt)
 {
-	struct llist_node *list = llist_del_all(&syncmem_poked);
-	struct syncmem_watch *wt, *wtmp;
-	struct syncmem_life *life, *tmp;
-	LIST_HEAD(dead);
-	bool scan;
+	lockdep_assert_held(&syncmem_owner_mutex);
+	rhashtable_remove_fast(&syncmem_watches, &wt->node, syncmem_watch_params);
+	list_del(&wt->life_node);
+	list_del(&wt->handle_node);
+}
+
+/*
+ * After syncmem_life_end(), once, in process context: drop the program's
+ * ids, then cancel its async waits and pass on what its unread records
+ * were given, on every handle it waited on (before the scan of owner
+ * words, so that a hand-off it never read goes on as a hand-off), then
+ * have every owner word looked at. The mutex is held for a chunk at a
+ * time, never across all of a program's ids or handles.
+ */
+static void syncmem_life_finish(struct syncmem_life *life)
+{
+	struct syncmem_owner_entry *o, *otmp;
+	struct syncmem_watch *wt;
+	unsigned int n;
+	bool more;
+
+	do {
+		n = 0;
+		mutex_lock(&syncmem_owner_mutex);
+		list_for_each_entry_safe(o, otmp, &life->owners, life_node) {
+			if (n++ == SYNCMEM_END_CHUNK)
+				break;
+			syncmem_owner_remove(o);
+		}
+		more = !list_empty(&life->owners);
+		mutex_unlock(&syncmem_owner_mutex);
+		cond_resched();
+	} while (more);
+	for (;;) {
+		mutex_lock(&syncmem_owner_mutex);
+		wt = list_first_entry_or_null(&life->watches, struct syncmem_watch,
+					      life_node);
+		if (wt) {
+			syncmem_watch_remove(wt);
+			/*
+			 * A release of the handle no longer finds it: keep
+			 * the handle, and have its release wait for us.
+			 */
+			syncmem_handle_get(wt->key.h);
+			atomic_inc(&wt->key.h->reaping);
+		}
+		mutex_unlock(&syncmem_owner_mutex);
+		if (!wt)
+			break;
+		syncmem_async_reap(wt->key.h, life);
+		if (atomic_dec_and_test(&wt->key.h->reaping))
+			wake_up_all(&wt->key.h->settle_wq);
+		syncmem_handle_put(wt->key.h);
+		kfree(wt);
+		cond_resched();
+	}
+	syncmem_away_poke();	/* its threads may have had waits away */
+	syncmem_owner_words_scan();
+	syncmem_life_put(life);	/* its listing's */
+}
+
+/*
+ * A life's own work item: an event said its program may have ended. One
+ * life's clean-up (however many waits it left) runs beside, not in front
+ * of, another's.
+ */
+static void syncmem_life_end_work(struct work_struct *work)
+{
+	struct syncmem_life *life = container_of(work, struct syncmem_life, end_work);
+	bool finish = false;
 
 	mutex_lock(&syncmem_owner_mutex);
-	llist_for_each_entry_safe(life, tmp, list, poke_node) {
-		if (life->unhooked) {
-			syncmem_life_free(life);
-			continue;
-		}
-		clear_bit(0, &life->poked);
-		/*
-		 * Re-arm before looking: an exit notified from now on queues
-		 * it again. Pairs with the waker's test_and_set_bit().
-		 */
-		smp_mb__after_atomic();
-		if (syncmem_thread_group_exited(life->tgid)) {
-			syncmem_life_end(life, &dead);
-			syncmem_scan_wanted = true;
-		}
+	if (!life->ended && (READ_ONCE(life->mm_gone) ||
+			     syncmem_thread_group_exited(life->tgid)))
+		syncmem_life_end(life);
+	if (life->ended && !life->finishing) {
+		life->finishing = true;
+		finish = true;
 	}
-	scan = syncmem_scan_wanted;
-	syncmem_scan_wanted = false;
 	mutex_unlock(&syncmem_owner_mutex);
-	list_for_each_entry_safe(wt, wtmp, &dead, life_node) {
-		syncmem_async_reap(wt->h, wt->tgid);
-		syncmem_handle_put(wt->h);
-		put_pid(wt->tgid);
-		kfree(wt);
-	}
-	if (scan) {
-		syncmem_away_poke();	/* its threads may have had waits away */
-		syncmem_owner_words_scan();
-	}
+	if (finish)
+		syncmem_life_finish(life);
+	syncmem_life_put(life);	/* the work's */
 }
 
-/* Under syncmem_owner_mutex: the calling process's life, made if needed. */
+/*
+ * Under syncmem_owner_mutex: the life of the calling process's program,
+ * made if needed. The life of a program the process ran before (it
+ * exec'd, and no event told yet) ends here.
+ */
 static struct syncmem_life *syncmem_life_current(void)
 {
 	struct pid *tgid = task_tgid(current);
+	struct mm_struct *mm = current->mm;
 	struct syncmem_life *life;
 	int err;
 
+	lockdep_assert_held(&syncmem_owner_mutex);
 	life = rhashtable_lookup_fast(&syncmem_lives, &tgid, syncmem_life_params);
-	if (life)
+	if (life && life->mm == mm)
 		return life;
+	if (life) {
+		syncmem_life_end(life);
+		syncmem_life_queue_end(life);
+	}
 	life = kzalloc(sizeof(*life), GFP_KERNEL_ACCOUNT);
 	if (!life)
 		return ERR_PTR(-ENOMEM);
 	life->tgid = get_pid(tgid);
+	life->mm = mm;
+	mmgrab(mm);
+	life->exec_id = current->self_exec_id;
+	refcount_set(&life->ref, 1);
 	INIT_LIST_HEAD(&life->owners);
 	INIT_LIST_HEAD(&life->watches);
+	INIT_WORK(&life->end_work, syncmem_life_end_work);
 	init_waitqueue_func_entry(&life->exit_wait, syncmem_life_woken);
 	err = rhashtable_insert_fast(&syncmem_lives, &life->node,
 				     syncmem_life_params);
+	if (err)
+		goto fail;
+	err = rhltable_insert(&syncmem_lives_mm, &life->mm_node,
+			      syncmem_life_mm_params);
 	if (err) {
-		put_pid(life->tgid);
-		kfree(life);
-		return ERR_PTR(err);
+		rhashtable_remove_fast(&syncmem_lives, &life->node,
+				       syncmem_life_params);
+		goto fail;
 	}
-	/* The caller runs, so the group cannot have been notified yet. */
+	/*
+	 * The caller runs in the program, so neither its exit nor its
+	 * address space's end can have been notified yet.
+	 */
 	add_wait_queue(&tgid->wait_pidfd, &life->exit_wait);
 	list_add(&life->all_node, &syncmem_all_lives);
 	return life;
+fail:
+	syncmem_life_put(life);	/* a lookup may have seen it */
+	return ERR_PTR(err);
 }
 
 /*
- * Under syncmem_owner_mutex: drop the ids of the process's dead threads, and
- * its process id from before an execve.
+ * Under syncmem_owner_mutex: drop the ids of the program's dead threads.
+ * True if it dropped any: their words want a look.
  */
-static void syncmem_life_prune(struct syncmem_life *life)
+static bool syncmem_life_prune(struct syncmem_life *life)
 {
 	struct syncmem_owner_entry *o, *tmp;
-	bool alive;
+	bool alive, pruned = false;
 
 	list_for_each_entry_safe(o, tmp, &life->owners, life_node) {
 		rcu_read_lock();
@@ -428,9 +624,10 @@ static void syncmem_life_prune(struct syncmem_life *life)
 		rcu_read_unlock();
 		if (!alive) {
 			syncmem_owner_remove(o);
-			syncmem_scan_wanted = true;
+			pruned = true;
 		}
 	}
+	return pruned;
 }
 
 /* Under syncmem_owner_mutex: the caller's live id of this kind, if any. */
@@ -461,7 +658,7 @@ static s64 syncmem_owner_get(bool process)
 		mutex_unlock(&syncmem_owner_mutex);
 		return PTR_ERR(life);
 	}
-	syncmem_life_prune(life);
+	scan = syncmem_life_prune(life);
 	o = syncmem_life_find(life, process);
 	if (o) {
 		id = o->id;
@@ -497,78 +694,117 @@ static s64 syncmem_owner_get(bool process)
 		WRITE_ONCE(life->process_owner, o);
 	id = o->id;
 out:
-	scan = syncmem_scan_wanted;
 	mutex_unlock(&syncmem_owner_mutex);
-	/* Dead thread ids were dropped: the reaper looks at their words. */
+	/* Dead thread ids were dropped: their words are looked at. */
 	if (scan)
-		queue_work(system_unbound_wq, &syncmem_reap_work);
+		syncmem_owner_words_scan();
 	return id;
 }
 
 /**
- * syncmem_owner_watch_handle - the calling process queues async waits on @h
+ * syncmem_life_get_current - the life of the calling process's program
+ *
+ * A reference on it, or NULL if the program has none (it registered no id
+ * and queued no async wait). One lookup, no lock.
+ */
+struct syncmem_life *syncmem_life_get_current(void)
+{
+	struct pid *tgid = task_tgid(current);
+	struct syncmem_life *life;
+
+	rcu_read_lock();
+	life = rhashtable_lookup(&syncmem_lives, &tgid, syncmem_life_params);
+	if (life && (life->mm != current->mm || !refcount_inc_not_zero(&life->ref)))
+		life = NULL;
+	rcu_read_unlock();
+	return life;
+}
+
+/**
+ * syncmem_owner_watch_handle - the calling process queues an async wait on @h
  * @h:	A handle (not closed).
  *
- * When the process exits, its waits on @h are cancelled and what they were
- * given but never read is passed on (syncmem_async_reap()), even if @h
- * stays open in another process. 0 or -ENOMEM. One mutex hold the first
- * time a process waits on a handle; none after, while it is the last.
+ * Returns a reference on the life of the caller's program (for the wait),
+ * or ERR_PTR(-ENOMEM). When that program ends (exit or execve), its waits
+ * on @h are cancelled and what they were given but never read is passed on
+ * (syncmem_async_reap()), even if @h stays open in another process or in
+ * the program the process runs next. One mutex hold the first time a
+ * program waits on a handle; after that, while it is the last to have
+ * waited there, a lookup.
  */
-int syncmem_owner_watch_handle(struct syncmem_handle *h)
+struct syncmem_life *syncmem_owner_watch_handle(struct syncmem_handle *h)
 {
-	struct pid *tgid = task_tgid(current), *old;
-	struct syncmem_life *life;
+	struct syncmem_watch_key key = { .h = h };
+	struct syncmem_life *life, *old;
 	struct syncmem_watch *wt;
-	int err = 0;
+	int err;
 
-	if (READ_ONCE(h->watched) == tgid)
-		return 0;
+	life = syncmem_life_get_current();
+	if (life && READ_ONCE(h->watched) == life)
+		return life;
+	syncmem_life_put(life);
 	mutex_lock(&syncmem_owner_mutex);
 	life = syncmem_life_current();
-	if (IS_ERR(life)) {
-		err = PTR_ERR(life);
+	if (IS_ERR(life))
 		goto out;
-	}
-	list_for_each_entry(wt, &h->watches, handle_node)
-		if (wt->life == life)
-			goto found;
+	key.life = life;
+	if (rhashtable_lookup_fast(&syncmem_watches, &key, syncmem_watch_params))
+		goto found;
+	err = -ENOMEM;
 	wt = kzalloc(sizeof(*wt), GFP_KERNEL_ACCOUNT);
-	if (!wt) {
-		err = -ENOMEM;
+	if (wt) {
+		wt->key = key;
+		err = rhashtable_insert_fast(&syncmem_watches, &wt->node,
+					     syncmem_watch_params);
+	}
+	if (err) {
+		kfree(wt);
+		life = ERR_PTR(err);
 		goto out;
 	}
-	wt->h = h;
-	wt->life = life;
 	list_add(&wt->life_node, &life->watches);
 	list_add(&wt->handle_node, &h->watches);
 found:
 	/*
-	 * Always a referenced pid, so no other process's can come to its
-	 * address while the lockless check above compares with it.
+	 * Always referenced, so no other life can come to its address while
+	 * the lockless check above compares with it.
 	 */
+	refcount_inc(&life->ref);
 	old = h->watched;
-	WRITE_ONCE(h->watched, get_pid(tgid));
-	put_pid(old);
+	WRITE_ONCE(h->watched, life);
+	syncmem_life_put(old);
+	refcount_inc(&life->ref);	/* the wait's */
 out:
 	mutex_unlock(&syncmem_owner_mutex);
-	return err;
+	return life;
 }
 
-/* @h is being released: no process needs it watched any more. */
+/*
+ * @h is being released: no program needs it watched any more. The mutex is
+ * held for a chunk of its watches at a time.
+ */
 void syncmem_owner_unwatch_handle(struct syncmem_handle *h)
 {
 	struct syncmem_watch *wt, *tmp;
+	unsigned int n;
+	bool more;
 
-	put_pid(h->watched);
+	do {
+		n = 0;
+		/* Always under the mutex: a life's end may be taking one now. */
+		mutex_lock(&syncmem_owner_mutex);
+		list_for_each_entry_safe(wt, tmp, &h->watches, handle_node) {
+			if (n++ == SYNCMEM_END_CHUNK)
+				break;
+			syncmem_watch_remove(wt);
+			kfree(wt);
+		}
+		more = !list_empty(&h->watches);
+		mutex_unlock(&syncmem_owner_mutex);
+		cond_resched();
+	} while (more);
+	syncmem_life_put(h->watched);
 	h->watched = NULL;
-	/* Always under the mutex: a reaper may be taking a watch of it now. */
-	mutex_lock(&syncmem_owner_mutex);
-	list_for_each_entry_safe(wt, tmp, &h->watches, handle_node) {
-		list_del(&wt->life_node);
-		list_del(&wt->handle_node);
-		kfree(wt);
-	}
-	mutex_unlock(&syncmem_owner_mutex);
 }
 
 long syncmem_ioctl_owner(void __user *uarg)
@@ -595,29 +831,60 @@ long syncmem_ioctl_owner(void __user *uarg)
 
 int syncmem_owner_init(void)
 {
-	int err = rhashtable_init(&syncmem_owners, &syncmem_owner_params);
+	int err;
 
+	syncmem_owner_wq = alloc_workqueue("syncmem_owner", WQ_UNBOUND, 0);
+	if (!syncmem_owner_wq)
+		return -ENOMEM;
+	err = rhashtable_init(&syncmem_owners, &syncmem_owner_params);
 	if (err)
-		return err;
+		goto out_wq;
 	err = rhashtable_init(&syncmem_lives, &syncmem_life_params);
 	if (err)
-		rhashtable_destroy(&syncmem_owners);
+		goto out_owners;
+	err = rhltable_init(&syncmem_lives_mm, &syncmem_life_mm_params);
+	if (err)
+		goto out_lives;
+	err = rhashtable_init(&syncmem_watches, &syncmem_watch_params);
+	if (err)
+		goto out_lives_mm;
+	return 0;
+
+out_lives_mm:
+	rhltable_destroy(&syncmem_lives_mm);
+out_lives:
+	rhashtable_destroy(&syncmem_lives);
+out_owners:
+	rhashtable_destroy(&syncmem_owners);
+out_wq:
+	destroy_workqueue(syncmem_owner_wq);
 	return err;
 }
 
-/* Module exit: no file is open, so nothing looks ids up any more. */
+/*
+ * Module exit: no file is open, so nothing looks ids up any more and no
+ * handle is watched; every life ends, and the work items in flight drain.
+ */
 void syncmem_owner_exit(void)
 {
-	struct syncmem_life *life, *tmp;
+	struct syncmem_life *life;
 
-	mutex_lock(&syncmem_owner_mutex);
-	list_for_each_entry_safe(life, tmp, &syncmem_all_lives, all_node)
-		syncmem_life_end(life, NULL);
-	mutex_unlock(&syncmem_owner_mutex);
-	/* No hook can run now; free what a last run would have. */
-	flush_work(&syncmem_reap_work);
-	syncmem_reap(NULL);
+	for (;;) {
+		mutex_lock(&syncmem_owner_mutex);
+		life = list_first_entry_or_null(&syncmem_all_lives,
+						struct syncmem_life, all_node);
+		if (life) {
+			syncmem_life_end(life);
+			syncmem_life_queue_end(life);
+		}
+		mutex_unlock(&syncmem_owner_mutex);
+		if (!life)
+			break;
+	}
+	destroy_workqueue(syncmem_owner_wq);
 	rcu_barrier();
+	rhashtable_destroy(&syncmem_watches);
+	rhltable_destroy(&syncmem_lives_mm);
 	rhashtable_destroy(&syncmem_lives);
 	rhashtable_destroy(&syncmem_owners);
 }

@@ -195,11 +195,18 @@ static void syncmem_region_vm_open(struct vm_area_struct *vma)
 	atomic_long_inc(&r->nr_mappings);
 }
 
+/*
+ * A mapping goes. With no user left of its address space, exit_mmap() is
+ * tearing that down (at exit, or the old one of an execve): the programs
+ * that ran in it have ended.
+ */
 static void syncmem_region_vm_close(struct vm_area_struct *vma)
 {
 	struct syncmem_region *r = vma->vm_file->private_data;
 
 	atomic_long_dec(&r->nr_mappings);
+	if (!atomic_read(&vma->vm_mm->mm_users))
+		syncmem_owner_mm_gone(vma->vm_mm);
 }
 
 static const struct vm_operations_struct syncmem_region_vm_ops = {

@@ -25,6 +25,7 @@ struct pid_namespace;
 struct seq_file;
 struct user_namespace;
 struct syncmem_bucket;
+struct syncmem_life;
 struct syncmem_queue;
 
 enum syncmem_waiter_state {
@@ -234,7 +235,7 @@ struct syncmem_handle {
 	unsigned int nr_outstanding;	/* pending + unread */
 	u64 pending_seq;		/* arrivals in pending, for CANCEL_ALL */
 	bool closed;			/* read locklessly by wakers */
-	wait_queue_head_t settle_wq;	/* a claimed wait left pending */
+	wait_queue_head_t settle_wq;	/* a claimed wait left pending; reaping hit 0 */
 	wait_queue_head_t wq;		/* readers and pollers */
 
 	/* Timed waits whose timers fired, for expire_work (async.c). */
@@ -242,12 +243,17 @@ struct syncmem_handle {
 	struct list_head expired;
 	struct work_struct expire_work;
 
+	/* Records dropped unread that carry something, for pass_on_work. */
+	struct list_head pass_on;	/* under @lock */
+	struct work_struct pass_on_work;
+
 	struct mutex eventfd_mutex;	/* eventfd: replaced while signalled */
 	struct eventfd_ctx *eventfd;	/* under eventfd_mutex */
 
-	/* Processes that queued async waits on it (owner.c). */
+	/* Programs that queued async waits on it (owner.c). */
 	struct list_head watches;	/* under the owner mutex */
-	struct pid *watched;		/* the last of them; referenced */
+	struct syncmem_life *watched;	/* the last of them; referenced */
+	atomic_t reaping;		/* ends of programs cleaning up here */
 
 	/* Actions run when the handle is released (on_close.c). */
 	struct list_head on_close;
@@ -354,8 +360,12 @@ bool syncmem_owner_alive(u64 id);
 bool syncmem_owner_is_current(u64 id);
 u64 syncmem_owner_current_process(void);
 long syncmem_ioctl_owner(void __user *uarg);
-bool syncmem_process_exec_id(struct pid *tgid, u64 *exec_id);
-int syncmem_owner_watch_handle(struct syncmem_handle *h);
+struct syncmem_life *syncmem_owner_watch_handle(struct syncmem_handle *h);
+struct syncmem_life *syncmem_life_get_current(void);
+void syncmem_life_put(struct syncmem_life *life);
+bool syncmem_life_over(const struct syncmem_life *life);
+struct pid *syncmem_life_tgid(const struct syncmem_life *life);
+void syncmem_owner_mm_gone(struct mm_struct *mm);
 bool syncmem_owner_describe(u64 id, struct inode *inode, struct pid_namespace *ns,
 			    s32 *pid, s32 *tid, bool *process);
 void syncmem_owner_unwatch_handle(struct syncmem_handle *h);
@@ -378,7 +388,7 @@ bool syncmem_async_gone(const struct syncmem_waiter *w);
 void syncmem_async_describe(const struct syncmem_waiter *w, struct pid_namespace *ns,
 			    struct syncmem_waiter_entry *e);
 void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h);
-void syncmem_async_reap(struct syncmem_handle *h, struct pid *tgid);
+void syncmem_async_reap(struct syncmem_handle *h, struct syncmem_life *life);
 void syncmem_handle_get(struct syncmem_handle *h);
 void syncmem_handle_put(struct syncmem_handle *h);
 
