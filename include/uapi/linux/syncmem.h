@@ -579,7 +579,9 @@ struct syncmem_disarm {
  * name it. Asking again returns the same id while it is alive.
  *
  * The kernel learns of a process's death from the exit notification that
- * pidfds poll, and at once looks at every owner word with waiters: a word
+ * pidfds poll, and of its execve from the teardown of its old address
+ * space (the close of a region mapping in it), and at once looks at every
+ * owner word with waiters: a word
  * whose owner died goes to its oldest waiter with SYNCMEM_OWNER_DIED set
  * (SYNCMEM_WAIT_OWNER_DIED), and a free word with waiters goes to its
  * oldest waiter (a wake-up that died with its receiver is passed on).
