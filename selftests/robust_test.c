@@ -1678,4 +1678,74 @@ TEST_F(robust, async_owner_waits_check_their_arguments)
 	EXPECT_EQ(0, wait_exit(pid));
 }
 
+/*
+ * One process holds many owner words, each with a waiter: its death hands
+ * every one over, however many (the look at a region's owner words takes
+ * them a chunk at a time).
+ */
+#define MANY_WORDS	300
+
+TEST_F(robust, a_death_hands_over_every_owner_word_it_held)
+{
+	uint64_t *words = (uint64_t *)((char *)syncmem_base(self->r) + 1024);
+	struct syncmem_owner me = { .flags = SYNCMEM_OWNER_PROCESS };
+	struct syncmem_completion recs[64];
+	int rfd = syncmem_region_fd(self->r);
+	int dev = dev_open(), got = 0, died = 0;
+	int64_t t0, deadline;
+	pid_t pid;
+
+	ASSERT_LE(0, dev);
+	ASSERT_GE(4096, 1024 + MANY_WORDS * 8);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct syncmem_owner o = { .flags = SYNCMEM_OWNER_PROCESS };
+
+		if (ioctl(dev, SYNCMEM_IOC_OWNER, &o))
+			_exit(1);
+		for (int i = 0; i < MANY_WORDS; i++)
+			__atomic_store_n(&words[i], o.id | SYNCMEM_OWNER_WAITERS,
+					 __ATOMIC_RELEASE);
+		atomic_store(&self->sh->ready, 1);
+		for (;;)
+			pause();
+	}
+	while (!atomic_load(&self->sh->ready))
+		usleep(1000);
+	ASSERT_EQ(0, ioctl(dev, SYNCMEM_IOC_OWNER, &me));
+	for (int i = 0; i < MANY_WORDS; i++) {
+		struct syncmem_wait_async w = {
+			.region_fd = rfd,
+			.size = 8,
+			.offset = 1024 + 8 * i,
+			.expected = words[i],
+			.deadline_ns = SYNCMEM_NO_DEADLINE,
+			.user_data = i + 1,
+			.flags = SYNCMEM_WAIT_ASYNC_OWNER,
+		};
+
+		ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_ioctl(dev, SYNCMEM_IOC_WAIT_ASYNC, &w));
+	}
+	t0 = now_ns();
+	kill_and_reap(pid);
+	deadline = t0 + 10000 * MS;
+	while (got < MANY_WORDS && now_ns() < deadline) {
+		ssize_t n = fd_readable(dev) ? read(dev, recs, sizeof(recs)) : 0;
+
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(recs[0]); i++) {
+			got++;
+			died += recs[i].result == SYNCMEM_WAIT_OWNER_DIED;
+		}
+		if (n <= 0)
+			usleep(1000);
+	}
+	EXPECT_EQ(MANY_WORDS, got);
+	EXPECT_EQ(MANY_WORDS, died);
+	TH_LOG("%d words handed over in %lld ms", got, (long long)(now_ns() - t0) / MS);
+	for (int i = 0; i < MANY_WORDS; i++)
+		EXPECT_EQ(me.id | SYNCMEM_OWNER_DIED, words[i] & ~SYNCMEM_OWNER_WAITERS);
+	close(dev);
+}
+
 TEST_HARNESS_MAIN
