@@ -195,6 +195,13 @@ static struct syncmem_bucket *syncmem_bucket_of(struct syncmem_region *r,
 	return &r->buckets[hash_64(offset ^ r->bucket_seed, r->bucket_bits)];
 }
 
+/* The caller holds the lock of the bucket of @q. */
+static void syncmem_assert_queue_locked(struct syncmem_region *r,
+					struct syncmem_queue *q)
+{
+	lockdep_assert_held(&syncmem_bucket_of(r, q->offset)->lock);
+}
+
 static struct syncmem_queue *syncmem_queue_find(struct syncmem_bucket *b,
 						u64 offset)
 {
@@ -301,6 +308,7 @@ static void syncmem_wake_init(struct syncmem_wake *wk)
 static void syncmem_gone_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 			       struct syncmem_wake *wk)
 {
+	lockdep_assert_held(&w->b->lock);
 	syncmem_waiter_unlink(r, w);
 	wk->nr_gone++;
 	w->state = SYNCMEM_W_CANCELLED;
@@ -332,6 +340,7 @@ static struct syncmem_waiter *syncmem_first_live(struct syncmem_region *r,
 {
 	struct syncmem_waiter *w, *tmp;
 
+	syncmem_assert_queue_locked(r, q);
 	list_for_each_entry_safe(w, tmp, &q->waiters, node) {
 		if (!syncmem_waiter_gone(w))
 			return w;
@@ -879,6 +888,7 @@ static bool syncmem_live_after(struct syncmem_region *r, struct syncmem_queue *q
 {
 	struct syncmem_waiter *tmp;
 
+	syncmem_assert_queue_locked(r, q);
 	list_for_each_entry_safe_continue(w, tmp, &q->waiters, node) {
 		if (!syncmem_waiter_gone(w))
 			return true;
@@ -913,6 +923,7 @@ static u64 syncmem_owner_waiters_bit(struct syncmem_region *r, struct syncmem_qu
 static void syncmem_owner_queue_mark(struct syncmem_region *r,
 				     struct syncmem_queue *q)
 {
+	syncmem_assert_queue_locked(r, q);
 	if (q->owner_word)
 		return;
 	q->owner_word = true;
@@ -932,6 +943,7 @@ static void syncmem_owner_queue_mark(struct syncmem_region *r,
 static void syncmem_owner_queue_unmark(struct syncmem_region *r,
 				       struct syncmem_queue *q)
 {
+	syncmem_assert_queue_locked(r, q);
 	spin_lock(&r->owner_lock);
 	list_del(&q->owner_node);
 	if (list_empty(&r->owner_queues)) {
@@ -1242,7 +1254,7 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 	struct syncmem_wake wk;
 	struct syncmem_queue *q, *spare = NULL, *dead = NULL;
 	u64 id = arg->expected & SYNCMEM_OWNER_ID;
-	bool observed = false;
+	bool observed = false, retry;
 	long ret;
 
 	syncmem_wake_init(&wk);
@@ -1251,6 +1263,7 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 	if (w->owner && id == SYNCMEM_OWNER_NOTRECOVERABLE)
 		return -ENOTRECOVERABLE;
 again:
+	retry = false;
 	for (;;) {
 		spin_lock(&b->lock);
 		/* Pairs with the store a notifier makes before taking the lock. */
@@ -1303,12 +1316,14 @@ again:
 	goto unlock;
 take_over:
 	ret = syncmem_owner_take_over(r, q, arg, w, &wk, &observed);
+	/* Only the take-over's -EAGAIN means "look again", never admit's. */
+	retry = ret == -EAGAIN;
 	dead = syncmem_queue_settle(r, q);
 unlock:
 	spin_unlock(&b->lock);
 	syncmem_wake_flush(&wk);
 	syncmem_queue_free(dead);
-	if (ret == -EAGAIN) {
+	if (retry) {
 		/* Gone waiters were taken out ahead of the heir: look again. */
 		dead = NULL;
 		cond_resched();
