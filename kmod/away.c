@@ -25,9 +25,10 @@
  *    waiter whose fd was closed before it went away does not go away
  *    (it leaves the queue), unless the same file is still installed at
  *    another fd of the process;
- *  - the thread execs or exits: wakers pass over its waiter at once, and a
- *    check every SYNCMEM_AWAY_CHECK while any waiter is away (at once when
- *    a process that holds owner ids exits) cancels it;
+ *  - the thread execs or exits: the first waker that meets its waiter takes
+ *    it out of its queue, and a check every SYNCMEM_AWAY_CHECK while any
+ *    waiter is away (at once when a program that holds owner ids ends)
+ *    cancels it;
  *  - the module is unloaded.
  * A handler that leaves by longjmp and never waits again leaves its waiter
  * queued until the thread exits; what it is given meanwhile is its own (a
@@ -35,10 +36,11 @@
  * pthread_mutex_lock(), must not be left by longjmp from a handler.
  *
  * Costs: while no waiter is away, one read of a counter per wait and per
- * region fd close. Else a wait looks its thread up
- * without a lock (RCU), a region fd close walks the waiters away on its
- * region, the check every waiter away, and each is charged to the memory
- * cgroup of its thread; a thread has at most one.
+ * region fd close. Else a wait looks its thread up without a lock (RCU), a
+ * region fd close walks the waiters away on its region, the check every
+ * waiter away (both SYNCMEM_AWAY_CHUNK per hold of the global lock), and
+ * each is charged to the memory cgroup of its thread; a thread has at most
+ * one.
  */
 #include <linux/delay.h>
 #include <linux/fdtable.h>
@@ -60,6 +62,7 @@ struct syncmem_away {
 	struct list_head region_node;	/* in its region's away list */
 	bool listed;			/* in all three; under syncmem_away_lock */
 	u32 check_pass;			/* the check that looked at it last; same */
+	u32 flush_pass;			/* its region's flush that did; same */
 	struct task_struct *task;	/* its thread; referenced */
 	u64 exec_id;			/* the program it ran */
 	struct files_struct *files;	/* its fd table; compared only */
@@ -308,6 +311,8 @@ bool syncmem_away_park(struct syncmem_region *r, struct file *file,
 	hash_add_rcu(syncmem_away_hash, &a->hash_node, (unsigned long)current);
 	/* A check already under way need not look at a thread just here. */
 	a->check_pass = syncmem_away_pass;
+	/* Nor a flush: it finds the fd gone (below). */
+	a->flush_pass = r->away_flush_pass;
 	list_add_tail(&a->node, &syncmem_away_list);
 	list_add_tail(&a->region_node, &r->away);
 	a->listed = true;
@@ -408,24 +413,50 @@ void syncmem_away_poke(void)
  */
 void syncmem_away_flush(struct syncmem_region *r, struct files_struct *files)
 {
-	struct syncmem_away *a, *tmp;
+	struct syncmem_away *a;
+	unsigned int n;
 	LIST_HEAD(ended);
+	bool done;
+	u32 pass;
 
 	/*
-	 * A waiter listed after this read finds its fd gone (the close took
-	 * it out of the table before this flush): syncmem_away_park().
+	 * A waiter listed after this read, or after this flush's pass began,
+	 * finds its fd gone (the close took it out of the table before this
+	 * flush): syncmem_away_park().
 	 */
 	if (!READ_ONCE(syncmem_nr_away))
 		return;
+	/*
+	 * The global lock is held for a chunk of the region's waiters away at
+	 * a time, each kept one moved to the tail, as the check does; one
+	 * flush of the region at a time, so that no other moves them.
+	 */
+	mutex_lock(&r->away_flush_mutex);
 	spin_lock(&syncmem_away_lock);
-	list_for_each_entry_safe(a, tmp, &r->away, region_node) {
-		if (a->files != files)
-			continue;
-		syncmem_away_unlist(a);
-		list_add_tail(&a->node, &ended);
-	}
+	pass = ++r->away_flush_pass;
 	spin_unlock(&syncmem_away_lock);
-	syncmem_away_end_all(&ended);
+	do {
+		spin_lock(&syncmem_away_lock);
+		for (n = 0; n < SYNCMEM_AWAY_CHUNK; n++) {
+			a = list_first_entry_or_null(&r->away, struct syncmem_away,
+						     region_node);
+			if (!a || a->flush_pass == pass)
+				break;
+			a->flush_pass = pass;
+			if (a->files == files) {
+				syncmem_away_unlist(a);
+				list_add_tail(&a->node, &ended);
+			} else {
+				list_move_tail(&a->region_node, &r->away);
+			}
+		}
+		done = n < SYNCMEM_AWAY_CHUNK;
+		spin_unlock(&syncmem_away_lock);
+		syncmem_away_end_all(&ended);
+		INIT_LIST_HEAD(&ended);
+		cond_resched();
+	} while (!done);
+	mutex_unlock(&r->away_flush_mutex);
 }
 
 void syncmem_away_exit(void)

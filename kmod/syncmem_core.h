@@ -184,6 +184,8 @@ struct syncmem_region {
 	atomic_t nr_idle_queues;
 	/* Waiters away from their calls, under the away lock (away.c). */
 	struct list_head away;
+	u32 away_flush_pass;		/* of the flush walking it; same lock */
+	struct mutex away_flush_mutex;	/* one flush walks it at a time */
 	/* Its owner words with waiters (wait.c). */
 	spinlock_t owner_lock;		/* owner_queues, owner_scan_pass */
 	struct list_head owner_queues;

@@ -167,6 +167,7 @@ int syncmem_region_queues_init(struct syncmem_region *r)
 	INIT_LIST_HEAD(&r->owner_queues);
 	INIT_WORK(&r->owner_scan_work, syncmem_region_owner_scan);
 	INIT_LIST_HEAD(&r->away);
+	mutex_init(&r->away_flush_mutex);
 	return 0;
 }
 
