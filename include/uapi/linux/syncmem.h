@@ -575,14 +575,14 @@ struct syncmem_disarm {
  * Without flags the id is the calling thread's: it stays alive while the
  * thread runs its current program (its exit or an execve ends it). With
  * SYNCMEM_OWNER_PROCESS it is the calling process's, alive until every
- * thread of it has exited; async owner waits (SYNCMEM_WAIT_ASYNC_OWNER)
- * name it. Asking again returns the same id while it is alive.
+ * thread of it has exited or the process execs; async owner waits
+ * (SYNCMEM_WAIT_ASYNC_OWNER) name it. Asking again returns the same id while it is alive.
  *
  * The kernel learns of a process's death from the exit notification that
  * pidfds poll, and of its execve from the teardown of its old address
  * space (the close of a region mapping in it), and at once looks at every
- * owner word with waiters: a word
- * whose owner died goes to its oldest waiter with SYNCMEM_OWNER_DIED set
+ * owner word with waiters: a word whose owner died goes to its oldest
+ * waiter with SYNCMEM_OWNER_DIED set
  * (SYNCMEM_WAIT_OWNER_DIED), and a free word with waiters goes to its
  * oldest waiter (a wake-up that died with its receiver is passed on).
  * A word nobody waits on is taken over by the next LOCK_WAIT on it.
