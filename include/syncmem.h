@@ -10,7 +10,11 @@
  * timeout as the positive SYNCMEM_TIMED_OUT, as Atomics.wait's "timed-out";
  * every lock, gate, semaphore and keyed call reports it as -ETIMEDOUT, as
  * pthread does, so that "ret < 0" never mistakes a timeout for success.
- * See Documentation/syncmem/library.rst.
+ *
+ * Each function's comment starts with a one-line summary and ends with
+ * "Returns:" (the result on success) and "Errors:" (one line per negative
+ * errno, with its cause); "Notes:" may follow. tools/man/mkman turns them
+ * into the man pages (man syncmem), and fails on a function without them.
  *
  * Shared memory is untrusted: whatever another process writes into a shared
  * object, no call reads or writes outside the object's region (or pool),
@@ -67,37 +71,84 @@ struct syncmem_region;			/* opaque: region fd + mapping */
 #define SYNCMEM_RDONLY	0x4		/* map read-only (waits allowed, no writes) */
 
 /*
- * Create or open a region and map it (MAP_SHARED, read-write unless RDONLY).
- * name == NULL makes a new anonymous region of @size bytes whatever CREATE and
- * EXCL say (share it by fork or by passing syncmem_region_fd()); RDONLY is
- * -EINVAL for it. A name is 1..255 bytes. @size: needed to create; 0 or the
- * exact size to open. @mode: permission bits (0777) for a region this call
- * creates, after the umask.
- * Errors: -EINVAL (bad flags, mode or size; size mismatch), -ENAMETOOLONG,
- * -ENOENT (missing without CREATE), -EEXIST (CREATE|EXCL and it exists),
- * -EACCES (mode/uid/gid forbid it), -E2BIG (size above the module's cap),
- * -EDQUOT (the user's region count or bytes cap), -ENOSPC (region count
- * cap of the namespace or system), -ENOMEM (total bytes cap or no memory),
- * -ENODEV (module not loaded), -EPROTO (module of another ABI version).
+ * Create or open a region and map it.
+ * The mapping is MAP_SHARED, read-write unless @flags has SYNCMEM_RDONLY.
+ * A @name of 1 to 255 bytes names a region that unrelated processes open.
+ * A NULL @name makes a new anonymous region of @size bytes whatever CREATE
+ * and EXCL say: share it by fork or by passing syncmem_region_fd().
+ * @size is needed to create; to open, it is 0 or the region's exact size.
+ * @mode holds the permission bits (at most 0777) of a region this call
+ * creates; the umask applies.
+ *
+ * Returns: 0, and the new handle in *@out (NULL on failure).
+ * Errors:
+ * -EINVAL: unknown @flags, EXCL without CREATE, RDONLY without a name,
+ *	@mode above 0777, @size 0 when creating, @size not the existing
+ *	region's, a NULL @out.
+ * -ENAMETOOLONG: @name is longer than 255 bytes.
+ * -ENOENT: no region has @name and CREATE was not given.
+ * -EEXIST: CREATE|EXCL and the region exists.
+ * -EACCES: its mode, uid or gid deny the access; or CREATE without EXCL
+ *	of another user's region (open it without CREATE).
+ * -E2BIG: @size is above the module's max_region_size.
+ * -EDQUOT: the user's region count or bytes limit is reached.
+ * -ENOSPC: the region count limit of the IPC namespace or the system is
+ *	reached.
+ * -ENOMEM: the total bytes limit is reached, or no memory.
+ * -EOVERFLOW: the region is larger than this process can map.
+ * -ENODEV: the module is not loaded (or /dev/syncmem is missing).
+ * -EPROTO: the module speaks another ABI version than the library.
  */
 int syncmem_open(const char *name, size_t size, unsigned flags, mode_t mode,
 		 struct syncmem_region **out);
 
 /*
- * Adopt a region fd received from another process (or inherited). On success
- * the handle owns the fd; on failure the caller keeps it. Errors: -EBADF,
- * -EINVAL (not a syncmem region fd), -ENOMEM, or mmap's error.
+ * Adopt a region fd received from another process or inherited.
+ * On success the handle owns @region_fd, and syncmem_close() closes it.
+ * On failure the caller keeps it.
+ *
+ * Returns: 0, and the new handle in *@out.
+ * Errors:
+ * -EBADF: @region_fd is not an open file descriptor.
+ * -EINVAL: @region_fd is not a syncmem region fd, or @out is NULL.
+ * -EOVERFLOW: the region is larger than this process can map.
+ * -ENOMEM: no memory for the handle or the mapping.
+ *
+ * Notes: mmap's own errors are passed on as they are.
  */
 int syncmem_open_fd(int region_fd, struct syncmem_region **out);
 
-/* Remove a name; the memory lives until its last fd and mapping are gone.
- * Errors: -ENOENT, -EPERM (not the owner), -EINVAL, -ENAMETOOLONG, -ENODEV. */
+/*
+ * Remove a region's name.
+ * The memory lives until its last fd and its last mapping are gone.
+ *
+ * Returns: 0.
+ * Errors:
+ * -ENOENT: no region has @name.
+ * -EPERM: the caller does not own the region.
+ * -EINVAL: @name is NULL or empty.
+ * -ENAMETOOLONG: @name is longer than 255 bytes.
+ * -ENODEV: the module is not loaded.
+ */
 int syncmem_unlink(const char *name);
 
-/* Unmap and close; NULL is ignored. */
+/*
+ * Unmap a region and close its fd.
+ * A NULL @r is ignored.
+ *
+ * Returns: nothing.
+ * Errors: none.
+ */
 void syncmem_close(struct syncmem_region *r);
 
-/* The mapping, its size and the region fd; NULL, 0 and -EINVAL for a NULL @r. */
+/*
+ * A region's mapping, its size and its region fd.
+ *
+ * Returns: the address of the mapping, its size in bytes, and the region
+ * fd (still owned by @r); NULL, 0 and -EINVAL for a NULL @r.
+ * Errors:
+ * -EINVAL: syncmem_region_fd() with a NULL @r.
+ */
 void *syncmem_base(const struct syncmem_region *r);
 size_t syncmem_size(const struct syncmem_region *r);
 int syncmem_region_fd(const struct syncmem_region *r);
@@ -105,40 +156,57 @@ int syncmem_region_fd(const struct syncmem_region *r);
 /* ---- Atomics-style wait and notify ------------------------------------- */
 
 /*
- * If *addr == expected, sleep until a notify on that word picks this waiter
- * (SYNCMEM_OK) or @timeout_ns passes (SYNCMEM_TIMED_OUT; negative: never);
- * otherwise return SYNCMEM_NOT_EQUAL at once without queueing. The compare and
- * the enqueue are atomic with respect to notify. Waiters of one word wake in
- * arrival order; 4- and 8-byte waiters at one offset share a queue. A signal
- * handler may run meanwhile (or the thread be stopped or frozen): the wait
- * then continues with the same deadline and keeps its place in the queue;
- * it never returns early for a signal.
- * @addr must be naturally aligned and inside the region: else -EINVAL.
- * Allowed on read-only regions.
+ * Sleep while a word holds an expected value, until notified.
+ * If *@addr equals @expected, the caller sleeps until a notify on that word
+ * picks it or @timeout_ns passes; else it returns at once without queueing.
+ * The compare and the enqueue are atomic with respect to notify.
+ * Waiters of one word wake in arrival order.
+ * 4- and 8-byte waiters at one offset share a queue.
+ * A signal handler may run meanwhile, or the thread be stopped or frozen:
+ * the wait then goes on with the same deadline and keeps its place.
+ * The _interruptible calls instead end when a signal handler runs.
+ * A negative @timeout_ns (SYNCMEM_FOREVER) never times out.
+ * Waits are allowed on regions mapped read-only.
+ *
+ * Returns: SYNCMEM_OK when a notify woke the caller, SYNCMEM_NOT_EQUAL when
+ * the word did not hold @expected, SYNCMEM_TIMED_OUT when the timeout
+ * passed first.
+ * Errors:
+ * -EINVAL: @addr is NULL, not naturally aligned or not inside @r.
+ * -EINTR: a signal handler ran (the _interruptible calls only).
  */
 int syncmem_wait32(struct syncmem_region *r, const uint32_t *addr,
 		   uint32_t expected, int64_t timeout_ns);
 int syncmem_wait64(struct syncmem_region *r, const uint64_t *addr,
 		   uint64_t expected, int64_t timeout_ns);
-/* The same, but a signal whose handler runs ends the wait with -EINTR. */
 int syncmem_wait32_interruptible(struct syncmem_region *r, const uint32_t *addr,
 				 uint32_t expected, int64_t timeout_ns);
 int syncmem_wait64_interruptible(struct syncmem_region *r, const uint64_t *addr,
 				 uint64_t expected, int64_t timeout_ns);
 
 /*
- * Wake up to @count waiters of the word at @addr (4-byte aligned), oldest
- * first; returns how many woke (0 when none wait; @count 0 wakes none;
- * SYNCMEM_ALL wakes every one). -EBADF on a read-only region.
+ * Wake up to @count waiters of a word, oldest first.
+ * A @count of 0 wakes none; SYNCMEM_ALL wakes every one.
+ *
+ * Returns: how many woke (0 when none wait).
+ * Errors:
+ * -EBADF: @r is mapped read-only.
+ * -EINVAL: @addr is NULL, not 4-byte aligned or not inside @r.
  */
 int syncmem_notify(struct syncmem_region *r, const void *addr, uint32_t count);
 
 /*
- * Hand-off, the primitive of fair locks: if a waiter is queued on the word,
- * wake the oldest one (its wait returns SYNCMEM_OK) and leave the word as it
- * is: returns 1. Otherwise store @value into the word: returns 0. Both
- * happen under the queue's lock, so no waiter can slip in between.
- * -EBADF on a read-only region, -EINVAL for a bad address.
+ * Wake the oldest waiter of a word, or else store a value: the hand-off.
+ * With a waiter queued on the word, the oldest one wakes (its wait returns
+ * SYNCMEM_OK) and the word stays as it is.
+ * With none, @value is stored into the word.
+ * Both happen under the queue's lock, so no waiter can slip in between.
+ * Fair locks, gates and semaphores are built on it.
+ *
+ * Returns: 1 when a waiter was woken, 0 when @value was stored.
+ * Errors:
+ * -EBADF: @r is mapped read-only.
+ * -EINVAL: @addr is NULL, not naturally aligned or not inside @r.
  */
 int syncmem_handoff32(struct syncmem_region *r, uint32_t *addr, uint32_t value);
 int syncmem_handoff64(struct syncmem_region *r, uint64_t *addr, uint64_t value);
@@ -149,58 +217,99 @@ struct syncmem_loop;			/* one per thread; io_uring inside */
 typedef void (*syncmem_wait_cb)(void *arg, int result);
 
 /*
- * A loop owns a /dev/syncmem handle, an eventfd and an io_uring ring. It
- * belongs to the process that made it: in a forked child (which shares the
- * handle and the ring with the parent) every call taking the loop returns
- * -EBADFD, and syncmem_loop_free() there only lets go of the child's
- * copies (no callback runs, the parent's waits go on). A child makes a
- * loop of its own.
+ * Make an event loop that completes async waits and runs their callbacks.
+ * A loop owns a /dev/syncmem handle, an eventfd and an io_uring ring.
+ * It belongs to the process that made it: a forked child makes its own.
+ *
+ * Returns: 0, and the loop in *@out.
+ * Errors:
+ * -EINVAL: @out is NULL.
+ * -ENOMEM: no memory for the loop.
+ * -ENODEV: the module is not loaded.
+ * -EBADFD: (every call taking the loop) the caller is a child forked from
+ *	the loop's process, which shares the loop's handle and ring.
+ *
+ * Notes: io_uring_queue_init()'s errors are passed on as they are.
  */
 int syncmem_loop_new(struct syncmem_loop **out);
 
 /*
- * Cancel every pending wait, run the callbacks of all of them (their real
- * result if they completed first, else -ECANCELED) and free the loop. From
- * the moment it begins, a call that would queue work on the loop (every
- * call taking it but syncmem_loop_free(), syncmem_loop_fd(),
- * syncmem_loop_pending() and syncmem_wait_cancel()) returns -ECANCELED at
- * once and takes nothing. A callback may free its own loop: the run that
- * called it then returns, and the memory goes as that run returns. NULL
- * is ignored.
+ * Cancel every pending wait, run every callback, and free the loop.
+ * Each callback gets its real result if it completed first, else
+ * -ECANCELED.
+ * From the moment it begins, a call that would queue work on the loop
+ * takes nothing and returns -ECANCELED.
+ * syncmem_loop_fd(), syncmem_loop_pending() and syncmem_wait_cancel() still
+ * work.
+ * A callback may free its own loop: the run that called it then returns,
+ * and the memory goes as that run returns.
+ * In a forked child it only lets go of the child's copies: no callback
+ * runs, and the parent's waits go on.
+ * A NULL @loop is ignored.
+ *
+ * Returns: nothing; each pending callback runs with its real result or
+ * -ECANCELED.
+ * Errors: none.
  */
 void syncmem_loop_free(struct syncmem_loop *loop);
 
 /*
- * Run callbacks until nothing is pending; 0 or a negative errno. A
- * callback may run its loop again: every callback is taken off its queue
+ * Run callbacks until nothing is pending, or wait for some and run them.
+ * syncmem_loop_run() returns when no wait is pending.
+ * syncmem_loop_run_once() waits up to @timeout_ns for completions (0: do not
+ * wait; negative: no limit) and runs the callbacks that are ready.
+ * With nothing pending, it returns 0 at once.
+ * A callback may run its loop again: every callback is taken off its queue
  * before it is called, so each runs exactly once.
+ *
+ * Returns: 0 (syncmem_loop_run()); the number of callbacks that ran
+ * (syncmem_loop_run_once()).
+ * Errors:
+ * -EINVAL: @loop is NULL.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
  */
 int syncmem_loop_run(struct syncmem_loop *loop);
-
-/*
- * Wait up to @timeout_ns (0: do not wait; negative: no limit) for
- * completions, run the callbacks that are ready, return how many ran. With
- * nothing pending it returns 0 at once. From a callback, as
- * syncmem_loop_run(); -ECANCELED once syncmem_loop_free() began.
- */
 int syncmem_loop_run_once(struct syncmem_loop *loop, int64_t timeout_ns);
 
-/* Pollable fd: readable exactly when syncmem_loop_run_once(loop, 0) has work. */
+/*
+ * A file descriptor to poll for the loop's completions.
+ * It is readable exactly when syncmem_loop_run_once(@loop, 0) has work:
+ * put it in your own poll, epoll or io_uring loop.
+ *
+ * Returns: the fd, owned by the loop.
+ * Errors:
+ * -EINVAL: @loop is NULL.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ */
 int syncmem_loop_fd(struct syncmem_loop *loop);
 
-/* Queued waits whose callbacks have not run yet (0 for a NULL @loop). */
+/*
+ * Count the queued waits whose callbacks have not run yet.
+ *
+ * Returns: that number; 0 for a NULL @loop.
+ * Errors: none.
+ */
 size_t syncmem_loop_pending(const struct syncmem_loop *loop);
 
 /*
- * Queue an async wait and return at once: SYNCMEM_NOT_EQUAL if *addr differs,
- * SYNCMEM_TIMED_OUT if @timeout_ns is 0 (in both cases nothing is queued and
- * @cb never runs), or SYNCMEM_PENDING: the waiter is already in the word's
- * FIFO queue (shared with blocking waiters), and @cb runs exactly once, later,
- * from syncmem_loop_run*() or syncmem_loop_free(), with SYNCMEM_OK,
- * SYNCMEM_TIMED_OUT or -ECANCELED. *@id_out (may be NULL) names the wait for
- * syncmem_wait_cancel(). Errors: -EINVAL (bad address, NULL loop or cb),
- * -EAGAIN (the handle's max_async_waits reached), -EDQUOT (the user's
- * max_user_async_waits reached), -ENOMEM.
+ * Queue a wait on a word and return at once (Atomics.waitAsync).
+ * The waiter joins the word's FIFO queue, shared with blocking waiters.
+ * @cb runs exactly once, later, from syncmem_loop_run*() or
+ * syncmem_loop_free(), with SYNCMEM_OK, SYNCMEM_TIMED_OUT or -ECANCELED.
+ * *@id_out (@id_out may be NULL) names the wait for syncmem_wait_cancel().
+ *
+ * Returns: SYNCMEM_PENDING when the wait was queued; SYNCMEM_NOT_EQUAL when
+ * *@addr differs from @expected, SYNCMEM_TIMED_OUT when @timeout_ns is 0
+ * (nothing is queued then and @cb never runs).
+ * Errors:
+ * -EINVAL: @addr is NULL, misaligned or not inside @r; @loop or @cb is
+ *	NULL.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued.
+ * -ENOMEM: no memory.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
  */
 int syncmem_wait_async32(struct syncmem_loop *loop, struct syncmem_region *r,
 			 const uint32_t *addr, uint32_t expected,
@@ -212,8 +321,13 @@ int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
 			 uint64_t *id_out);
 
 /*
- * 0 if the wait was still queued (its callback will report -ECANCELED),
- * -ENOENT if it had already completed or never existed.
+ * Cancel a queued async wait.
+ *
+ * Returns: 0 when the wait was still queued: its callback then runs from
+ * the loop with -ECANCELED.
+ * Errors:
+ * -ENOENT: the wait had already completed, or never existed.
+ * -EINVAL: @loop is NULL.
  */
 int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 
@@ -270,63 +384,102 @@ struct syncmem_pool_header {
  */
 struct syncmem_pool;
 
-/* Bytes needed for @nblocks blocks of @block_size bytes; 0 if impossible. */
+/*
+ * Bytes a pool of @nblocks blocks of @block_size bytes needs.
+ *
+ * Returns: that number; 0 when no such pool can be built: @block_size 0
+ * or above SYNCMEM_POOL_MAX_BLOCK, @nblocks 0 or above 2^31, or more than
+ * 4 GiB in all.
+ * Errors: none.
+ */
 size_t syncmem_pool_footprint(uint32_t block_size, uint32_t nblocks);
 
 /*
- * Build a pool in @mem (64-byte aligned, @len >= footprint), once, by its
- * creator, and return a handle on it. Errors: -EINVAL (bad alignment,
- * geometry or length), -E2BIG (the pool would exceed the 4 GiB that 32-bit
- * offsets reach), -EEXIST (@mem already holds a pool or one being built),
- * -EBADF (@mem is mapped read-only), -ENOMEM (no memory for the handle).
- * The builder is recorded (its process's owner id): memory whose builder
+ * Build a pool in shared memory, once, by its creator.
+ * @mem is zeroed and 64-byte aligned, and @len at least
+ * syncmem_pool_footprint().
+ * The builder (its process's owner id) is recorded: memory whose builder
  * died part-way is built again from scratch by the next init.
+ *
+ * Returns: 0, and a handle on the pool in *@out.
+ * Errors:
+ * -EINVAL: @mem misaligned, a bad geometry, @len too small, or NULL
+ *	arguments.
+ * -E2BIG: the pool would exceed the 4 GiB that 32-bit offsets reach.
+ * -EEXIST: @mem already holds a pool, or one a live builder is building.
+ * -EBADF: @mem is mapped read-only.
+ * -ENOMEM: no memory for the handle.
  */
 int syncmem_pool_init(void *mem, size_t len, uint32_t block_size, uint32_t nblocks,
 		      struct syncmem_pool **out);
 
 /*
- * Use a pool another process built in @mem (mapped at any address).
- * Zeroed or foreign memory: -EPROTO at once. A pool whose creator is still
- * building it: wait until it is ready, at most SYNCMEM_POOL_ATTACH_WAIT_MS,
- * then -ETIMEDOUT; -ESRCH as soon as its builder is known to have died
- * part-way (syncmem_pool_init() builds it again). -EINVAL when @len is
- * smaller than the pool or @mem is
- * misaligned; -ENOMEM. Memory mapped read-only may be attached: the handle
- * then reads (syncmem_pool_ptr(), syncmem_pool_free_count()), and alloc
- * and free report -EBADF.
+ * Use a pool that another process built in @mem, mapped at any address.
+ * A pool still being built is waited for, at most
+ * SYNCMEM_POOL_ATTACH_WAIT_MS.
+ * Memory mapped read-only may be attached: syncmem_pool_ptr() and
+ * syncmem_pool_free_count() then work, alloc and free fail with EBADF.
+ *
+ * Returns: 0, and a handle on the pool in *@out.
+ * Errors:
+ * -EPROTO: @mem is zeroed or holds no pool.
+ * -ETIMEDOUT: its builder was still building it after the wait.
+ * -ESRCH: its builder died part-way (syncmem_pool_init() builds it again).
+ * -EINVAL: @len is smaller than the pool, @mem is misaligned, or NULL
+ *	arguments.
+ * -ENOMEM: no memory for the handle.
  */
 #define SYNCMEM_POOL_ATTACH_WAIT_MS 10000
 int syncmem_pool_attach(void *mem, size_t len, struct syncmem_pool **out);
 
-/* Free the handle (not the pool: other processes keep using it). NULL is ignored. */
+/*
+ * Free a pool handle, not the pool: other processes keep using it.
+ * A NULL @p is ignored.
+ *
+ * Returns: nothing.
+ * Errors: none.
+ */
 void syncmem_pool_detach(struct syncmem_pool *p);
 
 /*
- * A free block's offset from the pool start; 0 when none can be had: the
- * pool is exhausted (or @p is NULL), or syncmem_pool_alloc_checked() tells
- * why not. Lock-free.
+ * Take a free block, lock-free.
+ * syncmem_pool_alloc() returns only the offset; syncmem_pool_alloc_checked()
+ * also says why no block could be had.
+ * The block's offset is from the pool start: pass it between processes,
+ * and turn it into an address with syncmem_pool_ptr().
+ *
+ * Returns: syncmem_pool_alloc(): the block's offset, or 0 when none can be
+ * had (the pool is exhausted, @p is NULL, or an error below).
+ * syncmem_pool_alloc_checked(): 0, and the offset in *@off (0 on failure).
+ * Errors:
+ * -ENOMEM: no block is free.
+ * -EUCLEAN: the pool's shared memory holds values this library never
+ *	writes: another process corrupted it.
+ * -EBADF: the pool is mapped read-only.
+ * -EINVAL: @p or @off is NULL.
  */
 uint32_t syncmem_pool_alloc(struct syncmem_pool *p);
-
-/*
- * The same with the reason: 0 and the block's offset in *@off, or
- * -ENOMEM (no block is free), -EUCLEAN (the pool's shared memory holds
- * values this library never writes: another process corrupted it, see
- * Documentation/syncmem/library.rst), -EBADF (mapped read-only), -EINVAL
- * (NULL handle or @off). *@off is 0 on failure.
- */
 int syncmem_pool_alloc_checked(struct syncmem_pool *p, uint32_t *off);
 
 /*
- * Give a block back. -EINVAL for an offset that is not a block of this pool
- * (or a NULL @p), -EALREADY for a block that is already free (of two racing frees of one
- * block exactly one succeeds), -EUCLEAN for a corrupted pool (the block may
- * then be lost), -EBADF when mapped read-only. Lock-free.
+ * Give a block back, lock-free.
+ * Of two racing frees of one block, exactly one succeeds.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EINVAL: @off is not a block of this pool, or @p is NULL.
+ * -EALREADY: the block is already free.
+ * -EUCLEAN: the pool is corrupted (the block may then be lost).
+ * -EBADF: the pool is mapped read-only.
  */
 int syncmem_pool_free(struct syncmem_pool *p, uint32_t off);
 
-/* Offset <-> address in this process's mapping; NULL / 0 when outside. */
+/*
+ * Turn a block offset into an address in this process's mapping, and back.
+ *
+ * Returns: the address, or the offset; NULL or 0 when outside the pool.
+ * Errors: none.
+ */
 void *syncmem_pool_ptr(struct syncmem_pool *p, uint32_t off);
 uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
 
@@ -346,69 +499,103 @@ uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
 /* The holder of a block a shared table owns (single-flight results): never reclaimed. */
 #define SYNCMEM_POOL_TABLE	((1ULL << 62) - 3)
 
-/* This process's id as pools record it: 0, or -ENODEV when the kernel gave none. */
+/*
+ * This process's id as pools record it.
+ *
+ * Returns: 0, and the id in *@id.
+ * Errors:
+ * -ENODEV: the kernel gave none (no module).
+ */
 int syncmem_pool_self_id(uint64_t *id);
 
 /*
- * Hand block @off, held by this process, to the process with id @to (its
- * syncmem_pool_self_id()), or put it in transit with SYNCMEM_POOL_ANYONE:
+ * Hand a block this process holds to another process, or put it in transit.
+ * @to is the receiver's syncmem_pool_self_id(), or SYNCMEM_POOL_ANYONE:
  * then the block names this process as its giver, and whoever takes it
- * must name it too. Errors: -EPERM (held by another process, or in
- * transit), -EALREADY (free), -EINVAL (not a block, or a bad @to), -EBADF
- * (read-only), -EUCLEAN (a corrupted word). Release: the taker sees what
- * the giver wrote into the block.
+ * must name it too.
+ * Release: the taker sees what the giver wrote into the block.
  *
- * Passing a message through a queue without losing it to a death: the
- * sender puts {offset, its id} in the queue, then gives the block to
+ * Returns: 0.
+ * Errors:
+ * -EPERM: another process holds the block, or it is in transit.
+ * -EALREADY: the block is free.
+ * -EINVAL: @off is not a block, or @to is not a process id.
+ * -EBADF: the pool is mapped read-only.
+ * -EUCLEAN: the block's word holds a value this library never writes.
+ *
+ * Notes: to pass a message through a queue without losing it to a death,
+ * the sender puts {offset, its id} in the queue, then gives the block to
  * SYNCMEM_POOL_ANYONE; the receiver takes it naming that id, then removes
  * the entry. A sender that dies before giving leaves its block to the
- * receiver (take: -EOWNERDEAD) or to a reclaim; a receiver that dies
- * before removing the entry leaves the block reclaimable, and the entry
+ * receiver (its take reports EOWNERDEAD) or to a reclaim. A receiver that dies
+ * before removing the entry leaves the block reclaimable and the entry
  * stale: the next receiver gets an error that says so, unless the same
  * giver has since given the same block again (a newer message: keep a
  * sequence number in the block too, and compare it after the take). A
- * process without an id cannot take part (see pool.rst).
+ * process without an id cannot take part.
  */
 int syncmem_pool_give(struct syncmem_pool *p, uint32_t off, uint64_t to);
 
 /*
- * Become the holder of block @off, given to anyone by the process with id
- * @from (as the message said): 0. Of racing takers one succeeds. 1 when
- * the block is this process's already (given to it by id, or its own).
- * -EOWNERDEAD: @from still held it and died; it is this process's now
- * (what @from wrote before it posted the message is there). -EAGAIN: @from
- * holds it and lives (it has not given it yet). Stale messages: -EBUSY
- * (another process holds it: another receiver took it first, or it changed
- * hands since), -ESTALE (in transit from another giver: another message),
- * -EALREADY (free). -EINVAL, -EBADF, -EUCLEAN as syncmem_pool_give().
+ * Become the holder of a block given to anyone by process @from.
+ * @from is the giver's id, as the message said.
+ * Of racing takers, one succeeds.
+ *
+ * Returns: 0 when the block is now this process's; 1 when it was this
+ * process's already (given to it by id, or its own).
+ * Errors:
+ * -EOWNERDEAD: @from still held it and died; the block is this process's
+ *	now, with what @from wrote before it posted the message.
+ * -EAGAIN: @from holds it and lives: it has not given it yet.
+ * -EBUSY: (a stale message) another process holds it: another receiver
+ *	took it first, or it changed hands since.
+ * -ESTALE: (a stale message) it is in transit from another giver.
+ * -EALREADY: (a stale message) the block is free.
+ * -EINVAL: @off is not a block, or @from is not a process id.
+ * -EBADF: the pool is mapped read-only.
+ * -EUCLEAN: the block's word holds a value this library never writes.
  */
 int syncmem_pool_take(struct syncmem_pool *p, uint32_t off, uint64_t from);
 
 /*
- * Who holds block @off: 0 and the holder's id in *@holder (0: none
- * recorded; SYNCMEM_POOL_TABLE: a shared table), or 1 when it is in
- * transit, with its giver's id. -EALREADY for a free block, -EINVAL for an
- * offset that is not a block, -EUCLEAN. Works on read-only memory. A
- * snapshot, not a synchronisation: take() is what acquires the giver's
- * writes.
+ * Read who holds a block.
+ * A snapshot, not a synchronisation: syncmem_pool_take() is what acquires
+ * the giver's writes. Works on read-only memory.
+ *
+ * Returns: 0 and the holder's id in *@holder (0: none recorded;
+ * SYNCMEM_POOL_TABLE: a shared table); 1 when the block is in transit,
+ * with its giver's id.
+ * Errors:
+ * -EALREADY: the block is free.
+ * -EINVAL: @off is not a block.
+ * -EUCLEAN: the block's word holds a value this library never writes.
  */
 int syncmem_pool_holder(const struct syncmem_pool *p, uint32_t off, uint64_t *holder);
 
 /*
- * Free every block whose holder died (or exec'd another program): the
- * number freed, or -EBADF (read-only), -ENODEV (no module to ask), an
- * error of the kernel's (-EMFILE...), -EUCLEAN. It asks the kernel about
- * each distinct holder once (one system call each, mostly) and scans the
- * pool's words once: O(nblocks). Safe to run at any time, by any number of
- * processes at once, while others allocate, free, give and take: a block
- * whose word changed after it was read is left alone.
+ * Free every block whose holder died or exec'd another program.
+ * It asks the kernel about each distinct holder once (one system call
+ * each, mostly) and scans the pool's words once: O(nblocks).
+ * It is safe at any time, by any number of processes at once, while others
+ * allocate, free, give and take: a block whose word changed after it was
+ * read is left alone.
+ *
+ * Returns: the number of blocks freed.
+ * Errors:
+ * -EBADF: the pool is mapped read-only.
+ * -ENODEV: no module to ask.
+ * -EMFILE: no free fd to ask the kernel with (and other kernel errors).
+ * -EUCLEAN: a word holds a value this library never writes.
  */
 int syncmem_pool_reclaim(struct syncmem_pool *p);
 
 /*
- * Free blocks: exact when no alloc or free is in flight (0 for a NULL @p).
- * It scans the per-block states (O(nblocks)), which keeps counters off the
- * hot path.
+ * Count the free blocks by scanning the per-block states, O(nblocks).
+ * The count is exact when no alloc or free is in flight.
+ * The scan keeps counters off the hot path.
+ *
+ * Returns: the number of free blocks; 0 for a NULL @p.
+ * Errors: none.
  */
 uint32_t syncmem_pool_free_count(const struct syncmem_pool *p);
 
@@ -446,82 +633,131 @@ struct syncmem_lock {
 } __attribute__((aligned(64)));
 
 /*
- * Reset the lock (free, @flags). A NULL @l, or memory this process may not
- * write (mapped read-only), is left alone.
+ * Reset a lock: free, with @flags (SYNCMEM_LOCK_FAIR or 0).
+ * All-zero bytes are already an unlocked lock in default mode.
+ * A NULL @l, or memory this process may not write (mapped read-only), is
+ * left alone.
+ *
+ * Returns: nothing.
+ * Errors: none.
  */
 void syncmem_lock_init(struct syncmem_lock *l, unsigned flags);
 
 /*
- * Take the lock, blocking. 0; -EOWNERDEAD: the lock is now held by the
- * caller, its previous holder died holding it (recover the state, then
- * syncmem_lock_consistent()); -ENOTRECOVERABLE: a holder that got
- * -EOWNERDEAD unlocked without making it consistent, it can never be taken
- * again; -ETIMEDOUT (lock_timed); -EDEADLK when this thread already holds
- * it; -ERANGE when @l is not wholly inside @r, -EINVAL when it is NULL or
- * not 8-byte aligned, -EBADF when @r is mapped read-only, -EUCLEAN when its flags hold a value this library
- * never writes or its word keeps changing under the call (another process
- * wrote it). Waiters (blocking and async) queue in one FIFO. Uncontended:
- * one CAS each way, no system call (a thread's very first lock fetches its
- * owner id from the kernel).
+ * Take a lock, blocking.
+ * syncmem_lock() waits as long as it takes; syncmem_lock_timed() at most
+ * @timeout_ns (negative: no limit); syncmem_trylock() does not wait.
+ * syncmem_lock_interruptible() is syncmem_lock_timed() that a signal
+ * handler ends; the other calls go back to waiting once a handler returns.
+ * Waiters, blocking and async, queue in one FIFO.
+ * Uncontended, it is one CAS and no system call; a thread's very first
+ * lock fetches its owner id from the kernel.
+ *
+ * Returns: 0: the caller holds the lock.
+ * Errors:
+ * -EOWNERDEAD: the caller holds the lock; its previous holder died
+ *	holding it. Repair the state it guards, then call
+ *	syncmem_lock_consistent().
+ * -ENOTRECOVERABLE: a holder that got -EOWNERDEAD unlocked without
+ *	syncmem_lock_consistent(): the lock can never be taken again.
+ * -ETIMEDOUT: the timeout passed (syncmem_lock_timed(),
+ *	syncmem_lock_interruptible()).
+ * -EBUSY: another holder has it (syncmem_trylock()).
+ * -EINTR: a signal handler ran (syncmem_lock_interruptible()).
+ * -EDEADLK: this thread already holds the lock.
+ * -ERANGE: @l is not wholly inside @r.
+ * -EINVAL: @l is NULL or not 8-byte aligned.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: its flags hold a value this library never writes, or its word
+ *	keeps changing under the call (another process wrote it).
  */
 int syncmem_lock(struct syncmem_region *r, struct syncmem_lock *l);
 int syncmem_lock_timed(struct syncmem_region *r, struct syncmem_lock *l, int64_t timeout_ns);
-/* 0, -EOWNERDEAD (held), -EBUSY, -ENOTRECOVERABLE, -EDEADLK, ... */
 int syncmem_trylock(struct syncmem_region *r, struct syncmem_lock *l);
-/*
- * As syncmem_lock_timed, but a signal whose handler runs ends the wait with
- * -EINTR (the other calls go back to waiting once the handler returns).
- */
 int syncmem_lock_interruptible(struct syncmem_region *r, struct syncmem_lock *l,
 			       int64_t timeout_ns);
 
 /*
- * -EPERM when not locked, or locked by another thread (a lock taken
- * asynchronously belongs to the process: any of its threads may unlock it);
- * -EBADF, -EUCLEAN.
+ * Release a lock.
+ * A lock taken asynchronously belongs to the process: any of its threads
+ * may unlock it.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EPERM: the lock is not locked, or another thread holds it.
+ * -ERANGE: @l is not wholly inside @r.
+ * -EINVAL: @l is NULL or not 8-byte aligned.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: its word or flags hold a value this library never writes.
  */
 int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l);
 
 /*
- * After -EOWNERDEAD: the state the lock protects is consistent again, the
- * lock goes on as normal. 0, or -EINVAL when the caller does not hold @l
- * after a takeover.
+ * Mark a lock's state repaired after a takeover from a dead holder.
+ * Call it after a lock call reported EOWNERDEAD; the lock then goes on as
+ * normal.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EINVAL: the caller does not hold @l after a takeover from a dead holder.
  */
 int syncmem_lock_consistent(struct syncmem_region *r, struct syncmem_lock *l);
 
 /*
- * Take the lock asynchronously: returns 0 at once, and cb(arg, 0) runs from
- * the loop with the lock held (the callee must unlock, from any thread of
- * the process), cb(arg, -EOWNERDEAD) likewise held after a dead holder,
- * or cb(arg, -ECANCELED) if the loop is freed first, or cb(arg, -errno).
- * Never inside this call. -EINVAL, -EBADF before anything is queued.
+ * Take a lock from an event loop, without blocking.
+ * The call returns at once; @cb runs later from the loop, never inside
+ * this call.
+ * Unlock the lock from any thread of the process.
+ *
+ * Returns: 0: queued. cb(arg, 0) then runs with the lock held;
+ * cb(arg, -EOWNERDEAD) likewise, after a dead holder; cb(arg, -ECANCELED)
+ * when the loop was freed first; cb(arg, -errno) on any other error of
+ * syncmem_lock().
+ * Errors:
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
  */
 int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
 
 /*
- * Acquire asynchronously, run fn(arg) from the loop, release. 0 at once
- * (fn runs later), or an error before anything is queued, as
- * syncmem_lock_async(). After a dead holder fn runs all the same, and
- * syncmem_execute_result() tells it so (-EOWNERDEAD). A fn that asked
- * repairs the data and calls syncmem_lock_consistent(), or the lock is
- * not recoverable once fn returns (as after an unlock). A fn that did not
- * ask was not told: the lock is then left as a dead holder's, and its
- * next acquirer gets -EOWNERDEAD. When the lock cannot be taken
- * (-ENOTRECOVERABLE, the loop freed first, ...) fn does not run.
+ * Take a lock from an event loop, run fn(arg), release it.
+ * The call returns at once; @fn runs later from the loop.
+ * After a dead holder @fn runs all the same, and syncmem_execute_result()
+ * tells it so (-EOWNERDEAD).
+ * A @fn that asked repairs the data and calls syncmem_lock_consistent(),
+ * or the lock is not recoverable once @fn returns (as after an unlock).
+ * A @fn that did not ask was not told: the lock is then left as a dead
+ * holder's, and its next acquirer gets -EOWNERDEAD.
+ * When the lock cannot be taken, @fn does not run.
+ *
+ * Returns: 0: queued. @fn then runs with the lock held, also after a dead
+ * holder (-EOWNERDEAD from syncmem_execute_result()); it does not run
+ * after -ENOTRECOVERABLE or when the loop was freed first.
+ * Errors:
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
  */
 int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_lock *l, void (*fn)(void *arg), void *arg);
 
 /*
- * From inside the function of an execute-style call (fn of
- * syncmem_execute_locked() and syncmem_keyed_execute(), a single-flight
- * leader's function), on the thread running it: 0, or -EOWNERDEAD when
- * what fn runs under (the lock, the key) was taken over from a holder that
- * died holding it. Asking is being told: see those calls for what fn does
- * then. A single-flight function always gets 0 (a leader takes over
- * nothing: the followers of a dead leader are told). -EINVAL outside such
- * a function.
+ * Ask, from inside an execute-style function, whether its holder died.
+ * Call it from fn of syncmem_execute_locked() or syncmem_keyed_execute(),
+ * or from a single-flight leader's function, on the thread running it.
+ * Asking is being told: see those calls for what fn does then.
+ * A single-flight function always gets 0: a leader takes over nothing,
+ * the followers of a dead leader are told.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EOWNERDEAD: what fn runs under (the lock, the key) was taken over from
+ *	a holder that died holding it.
+ * -EINVAL: called outside such a function.
  */
 int syncmem_execute_result(void);
 
@@ -547,32 +783,65 @@ struct syncmem_gate {
 
 #define SYNCMEM_GATE_HELD	0x1
 
-/* A NULL @g, or memory this process may not write, is left alone. */
-void syncmem_gate_init(struct syncmem_gate *g, bool open);
 /*
- * With SYNCMEM_GATE_* @flags: 0, -EINVAL for unknown flags (or a NULL @g),
- * -EBADF for memory this process may not write (mapped read-only).
+ * Reset a gate: open or closed, with SYNCMEM_GATE_* @flags.
+ * All-zero bytes are already an open gate without flags.
+ * syncmem_gate_init() leaves a NULL @g, or memory this process may not
+ * write, alone.
+ *
+ * Returns: nothing (syncmem_gate_init()); 0 (syncmem_gate_init_flags()).
+ * Errors:
+ * -EINVAL: unknown @flags, or a NULL @g (syncmem_gate_init_flags()).
+ * -EBADF: the memory is mapped read-only (syncmem_gate_init_flags()).
  */
+void syncmem_gate_init(struct syncmem_gate *g, bool open);
 int syncmem_gate_init_flags(struct syncmem_gate *g, bool open, uint32_t flags);
 
 /*
- * 0 once through (the gate is closed again), or, for a held gate,
- * -EOWNERDEAD: through after its holder died; -ETIMEDOUT; -EUCLEAN for
- * flags other than SYNCMEM_GATE_HELD or a word naming
- * SYNCMEM_OWNER_NOTRECOVERABLE (any other word names some owner: a closed
- * gate), -EBADF on a read-only region. A thread may wait on a
- * gate it passed (the next signal lets it through again).
+ * Pass a gate, blocking: wait until it is open, and close it behind.
+ * A thread may wait on a gate it passed: the next signal lets it through
+ * again.
+ * A negative @timeout_ns waits as long as it takes.
+ *
+ * Returns: 0: through; the gate is closed again.
+ * Errors:
+ * -EOWNERDEAD: (a SYNCMEM_GATE_HELD gate) through, after its holder died;
+ *	the caller holds it.
+ * -ETIMEDOUT: the timeout passed.
+ * -EUCLEAN: flags other than SYNCMEM_GATE_HELD, or a word naming
+ *	SYNCMEM_OWNER_NOTRECOVERABLE (any other word names some owner: a
+ *	closed gate).
+ * -EBADF: @r is mapped read-only.
+ * -ERANGE: @g is not wholly inside @r.
+ * -EINVAL: @g is NULL or misaligned.
  */
 int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t timeout_ns);
 
 /*
- * cb(arg, 0) from the loop once through (a held gate is held by the
- * process), or cb(arg, -EOWNERDEAD) after a dead holder, cb(arg, -ECANCELED).
+ * Pass a gate from an event loop, without blocking.
+ * A held gate is then held by the process.
+ *
+ * Returns: 0: queued. cb(arg, 0) then runs from the loop once through;
+ * cb(arg, -EOWNERDEAD) through after a dead holder; cb(arg, -ECANCELED)
+ * when the loop was freed first.
+ * Errors:
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
  */
 int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg);
 
-/* 1 when handed to a waiter, 0 when the gate was opened; -EUCLEAN, -EBADF. */
+/*
+ * Hand a gate to its oldest waiter, or open it when nobody waits.
+ * Anyone may signal.
+ *
+ * Returns: 1 when the gate was handed to a waiter (it stays closed), 0 when
+ * it was opened.
+ * Errors:
+ * -EUCLEAN: its word or flags hold a value this library never writes.
+ * -EBADF: @r is mapped read-only.
+ */
 int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
 
 /* ---- Counting semaphore, FIFO -------------------------------------------- */
@@ -582,29 +851,76 @@ int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
 /*
  * A counting semaphore in shared memory (64 bytes). post() hands its unit to
  * the oldest waiter if one is queued, else counts it, so waiters are served
- * in arrival order. Uncontended wait and post make no system call. Every
- * call that writes it returns -EBADF on a read-only region, and -EUCLEAN
- * when the word holds more than SYNCMEM_SEM_VALUE_MAX units or any of bits
- * 32 to 62 (never written: the high half holds only the waiters mark, bit
- * 63), or keeps changing under the call.
+ * in arrival order. Uncontended wait and post make no system call.
  */
 struct syncmem_sem {
 	uint64_t word;		/* low 32 bits: units; bit 63: waiters may be queued */
 	uint32_t reserved[14];
 } __attribute__((aligned(64)));
 
-/* 0; -EINVAL above SYNCMEM_SEM_VALUE_MAX (or NULL), -EBADF on read-only memory. */
+/*
+ * Set a semaphore's count.
+ * All-zero bytes are already a semaphore with no units.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EINVAL: @value is above SYNCMEM_SEM_VALUE_MAX, or @s is NULL.
+ * -EBADF: the memory is mapped read-only.
+ */
 int syncmem_sem_init(struct syncmem_sem *s, uint32_t value);
+
+/*
+ * Take a unit of a semaphore, blocking.
+ * syncmem_sem_wait() waits as long as it takes, syncmem_sem_timedwait() at
+ * most @timeout_ns, syncmem_sem_trywait() not at all.
+ * Waiters are served in arrival order.
+ *
+ * Returns: 0: a unit was taken.
+ * Errors:
+ * -ETIMEDOUT: the timeout passed (syncmem_sem_timedwait()).
+ * -EAGAIN: no unit is available (syncmem_sem_trywait()).
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: the word holds more than SYNCMEM_SEM_VALUE_MAX units or any of
+ *	bits 32 to 62 (never written: the high half holds only the waiters
+ *	mark, bit 63), or keeps changing under the call.
+ * -ERANGE: @s is not wholly inside @r.
+ * -EINVAL: @s is NULL or misaligned.
+ */
 int syncmem_sem_wait(struct syncmem_region *r, struct syncmem_sem *s);
-/* 0 or -ETIMEDOUT. */
 int syncmem_sem_timedwait(struct syncmem_region *r, struct syncmem_sem *s, int64_t timeout_ns);
-int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s);	/* 0 or -EAGAIN */
-/* cb(arg, 0) from the loop with a unit taken, or cb(arg, -ECANCELED). */
+int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s);
+
+/*
+ * Take a unit of a semaphore from an event loop, without blocking.
+ *
+ * Returns: 0: queued. cb(arg, 0) then runs from the loop with a unit taken,
+ * or cb(arg, -ECANCELED) when the loop was freed first.
+ * Errors:
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ */
 int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_sem *s, syncmem_wait_cb cb, void *arg);
-/* 0, or -EOVERFLOW when the count would pass SYNCMEM_SEM_VALUE_MAX. */
+
+/*
+ * Give a unit back: to the oldest waiter if one is queued, else counted.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EOVERFLOW: the count would pass SYNCMEM_SEM_VALUE_MAX.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: the word holds a value this library never writes.
+ */
 int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s);
-uint32_t syncmem_sem_value(const struct syncmem_sem *s);	/* units available now; NULL: 0 */
+
+/*
+ * Read how many units a semaphore has available now.
+ *
+ * Returns: that number; 0 for a NULL @s.
+ * Errors: none.
+ */
+uint32_t syncmem_sem_value(const struct syncmem_sem *s);
 
 /* ---- Reader-writer lock ------------------------------------------------- */
 
@@ -648,13 +964,35 @@ struct syncmem_rwlock {
 	struct syncmem_rwlock_slot slot[SYNCMEM_RWLOCK_SLOTS];	/* 4 per cache line */
 } __attribute__((aligned(64)));
 
-/* A NULL @rw, or memory this process may not write, is left alone. */
-void syncmem_rwlock_init(struct syncmem_rwlock *rw);
 /*
- * 0; -EOWNERDEAD: a writer died inside its section before the caller passed
- * the turnstile (the caller holds the lock it asked for, alone until it
- * unlocks, even as a reader: it may repair the half-written data);
- * -ETIMEDOUT (timed), -EBUSY (try), -EDEADLK.
+ * Reset a reader-writer lock: unlocked, no reader.
+ * All-zero bytes are already an unlocked rwlock.
+ * A NULL @rw, or memory this process may not write, is left alone.
+ *
+ * Returns: nothing.
+ * Errors: none.
+ */
+void syncmem_rwlock_init(struct syncmem_rwlock *rw);
+
+/*
+ * Take a reader-writer lock shared (rdlock) or exclusive (wrlock), blocking.
+ * The _timed calls wait at most @timeout_ns; the try calls do not wait.
+ * A reader that locks again while it holds the lock can deadlock behind a
+ * queued writer (as with every fair rwlock): do not.
+ *
+ * Returns: 0: the caller holds the lock in the mode it asked for.
+ * Errors:
+ * -EOWNERDEAD: a writer died inside its section before the caller passed
+ *	the turnstile. The caller holds the lock it asked for, alone until it
+ *	unlocks, even as a reader: it may repair the half-written data.
+ * -ETIMEDOUT: the timeout passed (the _timed calls).
+ * -EBUSY: the lock cannot be had at once (the try calls).
+ * -EDEADLK: this thread holds the write lock already.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: a count would overflow, or a word keeps changing under the
+ *	call.
+ * -ERANGE: @rw is not wholly inside @r.
+ * -EINVAL: @rw is NULL or misaligned.
  */
 int syncmem_rwlock_rdlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
 int syncmem_rwlock_rdlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
@@ -664,15 +1002,35 @@ int syncmem_rwlock_wrlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
 int syncmem_rwlock_wrlock_timed(struct syncmem_region *r, struct syncmem_rwlock *rw,
 				int64_t timeout_ns);
 int syncmem_rwlock_trywrlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
-/* cb(arg, 0) from the loop with the lock held (shared / exclusive). */
+
+/*
+ * Take a reader-writer lock from an event loop, without blocking.
+ *
+ * Returns: 0: queued. cb(arg, 0) then runs from the loop with the lock
+ * held, shared (rdlock_async) or exclusive (wrlock_async);
+ * cb(arg, -EOWNERDEAD) likewise after a dead writer; cb(arg, -ECANCELED)
+ * when the loop was freed first.
+ * Errors:
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ */
 int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg);
 int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg);
+
 /*
- * Release: the write lock if the caller holds it (this thread, or this
+ * Release a reader-writer lock.
+ * It releases the write lock if the caller holds it (this thread, or this
  * process for one taken asynchronously), else one of this process's read
- * shares. -EPERM when neither is held.
+ * shares.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EPERM: the caller holds neither.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: a word holds a value this library never writes.
  */
 int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
 
@@ -691,9 +1049,13 @@ struct syncmem_key_part {
 #define SYNCMEM_KEY_VAL(v)	((struct syncmem_key_part){ &(v), sizeof(v) })
 
 /*
- * Build one key from several parts: each part is
- * stored with its length, so ("ab", "c") and ("a", "bc") differ. Returns the
- * key's length, or -E2BIG when it would not fit @cap or SYNCMEM_KEY_MAX.
+ * Build one key from several parts.
+ * Each part is stored with its length, so ("ab", "c") and ("a", "bc")
+ * differ.
+ *
+ * Returns: the key's length.
+ * Errors:
+ * -E2BIG: the key would not fit @cap bytes or SYNCMEM_KEY_MAX.
  */
 int syncmem_key_build(void *buf, size_t cap, const struct syncmem_key_part *parts,
 		      unsigned int nparts);
@@ -701,7 +1063,7 @@ int syncmem_key_build(void *buf, size_t cap, const struct syncmem_key_part *part
 /*
  * The header of a table of keyed entries living in shared memory (keyed
  * locks, single-flight). Fixed layout, 128 bytes, followed by the buckets
- * and the entries (Documentation/syncmem/locks.rst). Lookups, insertions
+ * and the entries. Lookups, insertions
  * and removals happen under @lock; nobody waits while holding it.
  */
 struct syncmem_keytab {
@@ -731,56 +1093,124 @@ struct syncmem_keytab {
  * A table of locks by key: one holder per key at a time, the others wait in
  * FIFO order (fair hand-off); different keys are independent. An entry
  * exists while someone holds or waits for its key and is reclaimed after.
- * Errors beyond the mutex's: -ENOSPC when all @nentries keys are in use,
- * -E2BIG for a key longer than SYNCMEM_KEY_MAX, -EINVAL for an empty key
- * (or @k not a keyed table), -ERANGE for a table not wholly inside @r,
- * -EBADF on a read-only region, -EUCLEAN
- * when the table holds values this library never writes. Every call
- * checks the table against @r before use. Init and attach follow the pool's
- * rules: -EEXIST for memory already built (or being built by a live
- * creator), attach waits for a creator still building, and a creator that
- * died part-way makes attach -ESRCH and the next init build it again.
+ * Every call checks the table against @r before use.
  */
 struct syncmem_keyed {
 	struct syncmem_keytab t;
 };
 
-size_t syncmem_keyed_footprint(uint32_t nentries);	/* 0 if impossible */
+/*
+ * Bytes a keyed lock table of @nentries keys needs.
+ *
+ * Returns: that number; 0 when no such table can be built.
+ * Errors: none.
+ */
+size_t syncmem_keyed_footprint(uint32_t nentries);
+
+/*
+ * Build a keyed lock table, or attach to one.
+ * syncmem_keyed_init() builds it in @mem, once, by its creator;
+ * syncmem_keyed_attach() uses one that another process built.
+ * They follow the pool's rules: a builder that died part-way makes attach
+ * fail and the next init build the table again.
+ *
+ * Returns: 0, and a handle in *@out.
+ * Errors:
+ * -EINVAL: a bad length or alignment, NULL arguments, or (attach) the
+ *	memory is not a keyed table.
+ * -EEXIST: (init) @mem holds a table, or one a live creator is building.
+ * -ETIMEDOUT: (attach) its creator was still building it after
+ *	SYNCMEM_POOL_ATTACH_WAIT_MS.
+ * -ESRCH: (attach) its creator died part-way.
+ * -EPROTO: (attach) @mem holds no table.
+ * -EBADF: (init) @mem is mapped read-only.
+ * -ENOMEM: no memory for the handle.
+ */
 int syncmem_keyed_init(void *mem, size_t len, uint32_t nentries, struct syncmem_keyed **out);
 int syncmem_keyed_attach(void *mem, size_t len, struct syncmem_keyed **out);
+
 /*
- * 0 or -ETIMEDOUT; trylock: 0 or -EBUSY. -EOWNERDEAD: the key is held by the
- * caller, its last holder died holding it (the key itself goes on as usual).
+ * Take the lock of a key, blocking: a fair mutex per key.
+ * syncmem_keyed_lock() waits at most @timeout_ns (negative: no limit);
+ * syncmem_keyed_trylock() does not wait.
+ *
+ * Returns: 0: the caller holds the key.
+ * Errors:
+ * -EOWNERDEAD: the caller holds the key; its last holder died holding it
+ *	(the key itself goes on as usual).
+ * -ETIMEDOUT: the timeout passed (syncmem_keyed_lock()).
+ * -EBUSY: another holder has the key (syncmem_keyed_trylock()).
+ * -EDEADLK: this thread holds the key already.
+ * -ENOSPC: all the table's keys are in use.
+ * -E2BIG: the key is longer than SYNCMEM_KEY_MAX.
+ * -EINVAL: an empty key, or @k is not a keyed table.
+ * -ERANGE: the table is not wholly inside @r.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: the table holds values this library never writes.
  */
 int syncmem_keyed_lock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 		       size_t len, int64_t timeout_ns);
 int syncmem_keyed_trylock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 			  size_t len);
-/* -EPERM when this thread does not hold the key. */
+
+/*
+ * Release the lock of a key.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EPERM: this thread does not hold the key.
+ * -E2BIG: the key is longer than SYNCMEM_KEY_MAX.
+ * -EINVAL: an empty key, or @k is not a keyed table.
+ * -ERANGE: the table is not wholly inside @r.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: the table holds values this library never writes.
+ */
 int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, const void *key,
 			 size_t len);
+
 /*
- * cb(arg, 0) from the loop with the key held (unlock it), cb(arg,
- * -EOWNERDEAD) held likewise after a dead holder, or an error.
+ * Take the lock of a key from an event loop, without blocking.
+ * syncmem_keyed_lock_async() calls @cb with the key held (unlock it).
+ * syncmem_keyed_execute() instead runs fn(arg) with the key held, then
+ * releases it.
+ * After a dead holder fn runs all the same, and syncmem_execute_result()
+ * tells it so; the key then goes on as usual.
+ * A fn that did not ask was not told: the key is left as a dead holder's,
+ * and its next locker is told.
+ *
+ * Returns: 0: queued. cb(arg, 0) then runs from the loop with the key
+ * held; cb(arg, -EOWNERDEAD) held likewise after a dead holder;
+ * cb(arg, -errno) on an error of syncmem_keyed_lock().
+ * Errors:
+ * -ENOSPC: all the table's keys are in use.
+ * -E2BIG: the key is longer than SYNCMEM_KEY_MAX.
+ * -EINVAL: an empty key, a NULL argument, or @k is not a keyed table.
+ * -ERANGE: the table is not wholly inside @r.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: the table holds values this library never writes.
+ * -ECANCELED: syncmem_loop_free() began.
  */
 int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			     struct syncmem_keyed *k, const void *key, size_t len,
 			     syncmem_wait_cb cb, void *arg);
-/*
- * Take the key from the loop, run fn, release. After a dead holder fn runs
- * all the same, and syncmem_execute_result() tells it so (-EOWNERDEAD);
- * the key then goes on as usual. A fn that did not ask was not told: the
- * key is left as a dead holder's, and its next locker gets -EOWNERDEAD.
- */
 int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
 			  struct syncmem_keyed *k, const void *key, size_t len,
 			  void (*fn)(void *arg), void *arg);
+
 /*
- * Entries the table holds: keys held, waited for, or kept for their next
- * locker (0 for a NULL @k).
+ * Count a keyed table's entries, or its keys held or waited for.
+ * syncmem_keyed_in_use() counts the entries the table holds: keys held,
+ * waited for, or kept for their next locker.
+ * syncmem_keyed_held() scans the table for keys held or waited for.
+ *
+ * Returns: that count; syncmem_keyed_in_use() returns 0 for a NULL @k.
+ * Errors:
+ * -EINVAL: (syncmem_keyed_held()) @k is NULL or not a keyed table.
+ * -ERANGE: (syncmem_keyed_held()) the table is not wholly inside @r.
+ * -EUCLEAN: (syncmem_keyed_held()) the table holds values this library
+ *	never writes.
  */
 uint32_t syncmem_keyed_in_use(struct syncmem_keyed *k);
-/* Keys held or waited for (a scan of the table), or -errno. */
 int syncmem_keyed_held(struct syncmem_region *r, struct syncmem_keyed *k);
 
 /* ---- Single-flight -------------------------------------------------------- */
@@ -810,34 +1240,79 @@ typedef int (*syncmem_flight_fn)(void *arg, void *out, size_t cap, size_t *len);
 /* Called with the flight's outcome: @result is the length or a negative errno. */
 typedef void (*syncmem_flight_cb)(void *arg, int result, const void *data, size_t len);
 
+/*
+ * Bytes a single-flight table of @nentries keys needs.
+ *
+ * Returns: that number; 0 when no such table can be built.
+ * Errors: none.
+ */
 size_t syncmem_flight_footprint(uint32_t nentries);
-/* @mem and @pool inside @r (else -ERANGE); results are stored in @pool's blocks. */
+
+/*
+ * Build a single-flight table, or attach to one.
+ * syncmem_flight_init() builds it in @mem, once, by its creator;
+ * syncmem_flight_attach() uses one that another process built.
+ * Results are stored in @pool's blocks: @mem and @pool are inside @r.
+ * Init and attach follow the pool's rules.
+ *
+ * Returns: 0, and a handle in *@out.
+ * Errors:
+ * -ERANGE: @mem or @pool is not inside @r.
+ * -EINVAL: a bad length or alignment, NULL arguments, or (attach) the
+ *	memory is not a single-flight table.
+ * -EEXIST: (init) @mem holds a table, or one a live creator is building.
+ * -ETIMEDOUT: (attach) its creator was still building it after
+ *	SYNCMEM_POOL_ATTACH_WAIT_MS.
+ * -ESRCH: (attach) its creator died part-way.
+ * -EPROTO: (attach) @mem holds no table.
+ * -EBADF: (init) @r is mapped read-only.
+ * -ENOMEM: no memory for the handle.
+ */
 int syncmem_flight_init(struct syncmem_region *r, void *mem, size_t len, uint32_t nentries,
 			struct syncmem_pool *pool, struct syncmem_flight **out);
 int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
 			  struct syncmem_flight **out);
+
 /*
- * Run or join the flight for @key, blocking. Returns the result's length
- * (copied to @out, at most @cap bytes: -EMSGSIZE if larger), @fn's negative
- * errno, -EOWNERDEAD (the leader died), -ENOSPC (table full), -ENOMEM (no
- * free pool block for the result), -E2BIG (key too long), -EDEADLK (called
- * from inside @fn of a flight of the same key, which would wait for itself),
- * -EBADF (@r is read-only), -EUCLEAN (the table, the flight's entry or its
- * result holds values this library never writes).
+ * Run or join the flight of a key, blocking.
+ * The first caller (the leader) runs @fn; callers of the same key that come
+ * while it runs wait and receive the same result.
+ * The result is copied to @out, at most @cap bytes.
+ * syncmem_flight_do_async() does the same from an event loop: a leader runs
+ * @fn from the loop, a follower waits asynchronously; then
+ * cb(cb_arg, result, data, len) runs from the loop, @data valid during the
+ * callback only.
+ *
+ * Returns: the result's length (syncmem_flight_do()), or @fn's negative
+ * errno; 0 (syncmem_flight_do_async()): queued.
+ * Errors:
+ * -EOWNERDEAD: the leader's process died mid-flight.
+ * -EMSGSIZE: the result is larger than @cap.
+ * -ENOSPC: the table is full.
+ * -ENOMEM: no free pool block for the result.
+ * -E2BIG: the key is longer than SYNCMEM_KEY_MAX.
+ * -EDEADLK: called from inside @fn of a flight of the same key, which would
+ *	wait for itself.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: the table, the flight's entry or its result holds values this
+ *	library never writes.
+ * -EINVAL: an empty key or a NULL argument.
+ * -ECANCELED: (async) syncmem_loop_free() began.
  */
 int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const void *key,
 		      size_t len, syncmem_flight_fn fn, void *fn_arg, void *out, size_t cap);
-/*
- * The same from an event loop: a leader runs @fn from the loop, a follower
- * waits asynchronously; then cb(cb_arg, result, data, len) runs from the
- * loop, @data valid during the callback only. 0, or an error before
- * anything was queued.
- */
 int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_flight *f, const void *key, size_t len,
 			    syncmem_flight_fn fn, void *fn_arg, syncmem_flight_cb cb,
 			    void *cb_arg);
-uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive; NULL: 0 */
+
+/*
+ * Count the flights alive in a table.
+ *
+ * Returns: that number; 0 for a NULL @f.
+ * Errors: none.
+ */
+uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);
 
 /* ---- Web Locks across processes: named locks with modes ----------------- */
 
@@ -850,8 +1325,6 @@ uint32_t syncmem_flight_in_flight(struct syncmem_flight *f);	/* flights alive; N
  * requests at the head are granted together, and an exclusive request
  * between shared ones keeps its place. A lock belongs to its process (a
  * Web Locks client is a process): any thread of it may release it.
- * Documentation/syncmem/locks.rst, "Web Locks", maps each Web Locks concept
- * to its call.
  *
  * Names are byte strings of 1 to SYNCMEM_LOCKS_NAME_MAX bytes; any byte may
  * appear (NUL included); a name that begins with '-' is reserved.
@@ -881,82 +1354,115 @@ struct syncmem_held;			/* one granted lock, private to its holder */
 typedef void (*syncmem_held_cb)(void *arg, int result, struct syncmem_held *h);
 
 /*
- * Bytes a manager needs to hold @max_names names and @max_requests requests
- * (held and pending together) at once; 0 when impossible (a count of 0,
- * more than 2^20 names or more than 2^24 requests). A name takes 1472
- * bytes (its 1024 name bytes, its queue and 16 per-process share
- * counters), a request 64. Init divides the room as one name per 4
- * requests: footprint(n, q) is the footprint of max(n, ceil(q / 4)) names
- * and 4 requests each.
+ * Bytes a lock manager needs.
+ * It holds @max_names names and @max_requests requests (held and pending
+ * together) at once.
+ * A name takes 1472 bytes (its 1024 name bytes, its queue and 16
+ * per-process share counters), a request 64.
+ * Init divides the room as one name per 4 requests: footprint(n, q) is the
+ * footprint of max(n, ceil(q / 4)) names and 4 requests each.
+ *
+ * Returns: that number; 0 when impossible (a count of 0, more than 2^20
+ * names or more than 2^24 requests).
+ * Errors: none.
  */
 size_t syncmem_locks_footprint(uint32_t max_names, uint32_t max_requests);
 
 /*
- * Build a manager in the @size bytes at @at (64-byte aligned, inside @r),
- * once, by its creator, and return a handle on it. It holds at least n
- * names and q requests at once for every (n, q) whose footprint is at most
- * @size. Errors: -EINVAL (NULL arguments, @at misaligned, the @size bytes
- * not inside @r, @size below syncmem_locks_footprint(1, 1)), -EBADF (@r is
- * mapped read-only), -EEXIST (@at holds a manager, or one that a live
- * creator is building), -ENOMEM. The builder is recorded: a manager whose
- * builder died part-way is built again by the next init.
+ * Build a lock manager in the @size bytes at @at, once, by its creator.
+ * It holds at least n names and q requests at once for every (n, q) whose
+ * footprint is at most @size.
+ * The builder is recorded: a manager whose builder died part-way is built
+ * again by the next init.
+ *
+ * Returns: 0, and a handle on the manager in *@out.
+ * Errors:
+ * -EINVAL: NULL arguments, @at not 64-byte aligned, the @size bytes not
+ *	inside @r, or @size below syncmem_locks_footprint(1, 1).
+ * -EBADF: @r is mapped read-only.
+ * -EEXIST: @at holds a manager, or one that a live creator is building.
+ * -ENOMEM: no memory for the handle.
  */
 int syncmem_locks_init(struct syncmem_region *r, void *at, size_t size,
 		       struct syncmem_locks **out);
 
 /*
- * Use the manager another process built at @at in @r. @r may be mapped
- * read-only: then syncmem_locks_query() works and every request -EBADF.
- * Waits while its creator is still building it, at most
- * SYNCMEM_POOL_ATTACH_WAIT_MS. Errors: -EINVAL (NULL arguments, @at
- * misaligned or outside @r, or the manager does not fit in @r), -EPROTO
- * (no manager at @at), -ESRCH (its builder died part-way: init it again),
- * -ETIMEDOUT, -ENOMEM.
+ * Use the lock manager another process built at @at in @r.
+ * @r may be mapped read-only: syncmem_locks_query() then works, and every
+ * request fails with EBADF.
+ * A manager still being built is waited for, at most
+ * SYNCMEM_POOL_ATTACH_WAIT_MS.
+ *
+ * Returns: 0, and a handle on the manager in *@out.
+ * Errors:
+ * -EINVAL: NULL arguments, @at misaligned or outside @r, or the manager
+ *	does not fit in @r.
+ * -EPROTO: there is no manager at @at.
+ * -ESRCH: its builder died part-way: init it again.
+ * -ETIMEDOUT: its builder was still building it after the wait.
+ * -ENOMEM: no memory for the handle.
  */
 int syncmem_locks_attach(struct syncmem_region *r, void *at, struct syncmem_locks **out);
 
 /*
- * Free the handle, not the manager: other processes go on using it. NULL is
- * ignored. Release the locks granted through the handle first: their
- * handles use it.
+ * Free a manager handle, not the manager: other processes go on using it.
+ * Release the locks granted through the handle first: their handles use
+ * it. A NULL @m is ignored.
+ *
+ * Returns: nothing.
+ * Errors: none.
  */
 void syncmem_locks_detach(struct syncmem_locks *m);
 
 /*
- * Request the lock @name (@len bytes) in the mode @flags says, waiting at
- * most @timeout_ns for it (negative: no limit).
- * 0: granted; *@out is its handle, for syncmem_locks_release().
- * -EOWNERDEAD: granted likewise; an exclusive holder of the name died
- * holding it (the state it guards may be half-written).
- * -EBUSY: IF_AVAILABLE, and the name is held in a conflicting mode or other
- * requests of it are queued; nothing was queued.
- * -ETIMEDOUT: the timeout passed first; the request left the queue. With a
- * timeout of 0: not grantable at once, and nothing was queued.
- * -ENOSPC: the manager has no room for the name or for the request.
- * Bad arguments: -EINVAL (NULL @m, @name or @out, an empty name, a name
- * that begins with '-', unknown flags, STEAL with IF_AVAILABLE or SHARED),
- * -ENAMETOOLONG (more than SYNCMEM_LOCKS_NAME_MAX bytes), -EBADF (the
- * region is mapped read-only). Also -EUCLEAN, -ENOMEM, or an error of the
- * kernel's (-ENODEV: no module).
- *
- * STEAL (exclusive only): every holder of the name loses it at once (its
- * syncmem_locks_stolen() becomes 1, its release returns -ECONNABORTED) and
+ * Request the lock of a name, in the mode @flags says, and wait for it.
+ * @name is @len bytes; @timeout_ns negative waits as long as it takes.
+ * STEAL (exclusive only): every holder of the name loses it at once (see
+ * syncmem_locks_stolen() and syncmem_locks_release()) and
  * the caller is granted it ahead of the queue; the queue keeps its order.
  * A holder that asks again for a name it holds queues like anyone: an
  * exclusive request waits for the hold of its own process.
+ *
+ * Returns: 0: granted; *@out is its handle, for syncmem_locks_release().
+ * Errors:
+ * -EOWNERDEAD: granted likewise; an exclusive holder of the name died
+ *	holding it (the state it guards may be half-written).
+ * -EBUSY: IF_AVAILABLE, and the name is held in a conflicting mode or
+ *	other requests of it are queued; nothing was queued.
+ * -ETIMEDOUT: the timeout passed first; the request left the queue. With a
+ *	timeout of 0: not grantable at once, and nothing was queued.
+ * -ENOSPC: the manager has no room for the name or for the request.
+ * -EINVAL: NULL @m, @name or @out, an empty name, a name that begins with
+ *	'-', unknown flags, or STEAL with IF_AVAILABLE or SHARED.
+ * -ENAMETOOLONG: the name is longer than SYNCMEM_LOCKS_NAME_MAX bytes.
+ * -EBADF: the region is mapped read-only.
+ * -EUCLEAN: the manager holds values this library never writes.
+ * -ENOMEM: no memory for the lock's handle.
+ * -ENODEV: the module is not loaded (and other kernel errors).
  */
 int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 			  unsigned flags, int64_t timeout_ns, struct syncmem_held **out);
 
 /*
- * Release the lock of @h and free @h, whatever the result. 0;
- * -ECONNABORTED: it was stolen, and nothing changed; -EPERM: @h is another
- * process's (the copy a forked child inherited): nothing changed; -EINVAL
- * (NULL); -EUCLEAN.
+ * Release a granted lock and free its handle @h, whatever the result.
+ *
+ * Returns: 0.
+ * Errors:
+ * -ECONNABORTED: the lock was stolen; nothing changed.
+ * -EPERM: @h is another process's (the copy a forked child inherited);
+ *	nothing changed.
+ * -EINVAL: @h is NULL.
+ * -EUCLEAN: the manager holds values this library never writes.
  */
 int syncmem_locks_release(struct syncmem_held *h);
 
-/* 1 once the lock of @h was stolen (its release will return -ECONNABORTED), else 0. */
+/*
+ * Ask whether a granted lock was stolen.
+ *
+ * Returns: 1 once the lock of @h was stolen (syncmem_locks_release() then
+ * reports it), else 0.
+ * Errors: none.
+ */
 int syncmem_locks_stolen(const struct syncmem_held *h);
 
 /* A held lock or a pending request, as syncmem_locks_query() reports it. */
@@ -970,18 +1476,25 @@ struct syncmem_lock_info {
 };
 
 /*
- * What the manager holds: the held locks in grant order into @held, the
- * pending requests in queue order into @pending (each name's queue in its
- * order; requests of different names by the time they were queued).
+ * Report what a lock manager holds and who waits.
+ * The held locks come in grant order into @held, the pending requests in
+ * queue order into @pending (each name's queue in its order; requests of
+ * different names by the time they were queued).
  * *@nheld and *@npending carry in the capacity of each array (an array may
  * be NULL when its capacity is 0) and come back with how many there are;
- * entries past the capacity are not written. A snapshot taken without
- * stopping anyone: each entry was true at some moment of the call.
+ * entries past the capacity are not written.
+ * It is a snapshot taken without stopping anyone: each entry was true at
+ * some moment of the call.
  * Holds and requests of processes that died are not reported; on a
- * writable region they are freed as the call finds them. One question to
- * the kernel per process reported (its pid), one scan of the requests.
- * 0; -EINVAL (NULL @m, @nheld or @npending, or an array NULL with a
- * capacity), -ENOMEM.
+ * writable region they are freed as the call finds them.
+ * It asks the kernel once per process reported (its pid) and scans the
+ * requests once.
+ *
+ * Returns: 0.
+ * Errors:
+ * -EINVAL: @m, @nheld or @npending is NULL, or an array is NULL with a
+ *	capacity.
+ * -ENOMEM: no memory.
  */
 int syncmem_locks_query(struct syncmem_locks *m, struct syncmem_lock_info *held,
 			size_t *nheld, struct syncmem_lock_info *pending, size_t *npending);
@@ -991,7 +1504,8 @@ int syncmem_locks_query(struct syncmem_locks *m, struct syncmem_lock_info *held,
 /*
  * What a region holds, for tools and for programs that report on their own
  * state (syncmemctl uses these). Every call works on a region opened
- * read-only as well: what a user may open, it may inspect.
+ * read-only as well: what a user may open, it may inspect. Answers come
+ * from the kernel, never from the region's memory.
  */
 
 /* Kinds of named objects. */
@@ -1012,16 +1526,26 @@ enum {
 #define SYNCMEM_OBJECTS_MAX		256	/* names one region keeps */
 
 /*
- * Give the object at @obj (@size bytes inside @r, 4-byte aligned) a name
- * that tools show: "lock 'jobs' at 0x40". The kernel keeps the name with
- * the region until the region is freed, out of reach of whatever a process
- * writes into the region's memory. Naming the same address again replaces
- * the name; @name NULL removes it (@kind and @size are then ignored).
- * 0; -ERANGE (@obj and @size not wholly inside @r); -EINVAL (NULL,
- * unaligned, an unknown @kind, a name empty, longer than SYNCMEM_OBJECT_NAME_MAX or not printable ASCII),
- * -EBADF (@r read-only), -ENOSPC (SYNCMEM_OBJECTS_MAX names), -ENOENT
- * (removing a name that is not there), -ENOMEM, -ENOTTY (a module without
- * introspection).
+ * Name an object of a region, for tools: "lock 'jobs' at 0x40".
+ * @obj is @size bytes inside @r, 4-byte aligned; @kind is a SYNCMEM_OBJ_*.
+ * The kernel keeps the name with the region until the region is freed,
+ * out of reach of whatever a process writes into the region's memory.
+ * Naming the same address again replaces the name.
+ * A NULL @name removes it (@kind and @size are then ignored).
+ * A Web Locks manager (SYNCMEM_OBJ_LOCKS) is named with its address and the
+ * size given to syncmem_locks_init(); syncmemctl locks then lists its
+ * names.
+ *
+ * Returns: 0.
+ * Errors:
+ * -ERANGE: @obj and @size are not wholly inside @r.
+ * -EINVAL: a NULL argument, @obj unaligned, an unknown @kind, or a name
+ *	empty, longer than SYNCMEM_OBJECT_NAME_MAX or not printable ASCII.
+ * -EBADF: @r is mapped read-only.
+ * -ENOSPC: the region has SYNCMEM_OBJECTS_MAX names.
+ * -ENOENT: removing a name that is not there.
+ * -ENOMEM: no memory.
+ * -ENOTTY: the module has no introspection.
  */
 int syncmem_name_object(struct syncmem_region *r, const void *obj, size_t size,
 			int kind, const char *name);
@@ -1034,9 +1558,14 @@ struct syncmem_object_info {
 };
 
 /*
- * The named objects of @r by offset: fills up to @cap entries of @out and
- * returns how many names there are (more than @cap: the list was cut).
- * -EINVAL (@out NULL with @cap), -ENOMEM, -ENOTTY.
+ * List the named objects of a region, by offset.
+ * It fills up to @cap entries of @out.
+ *
+ * Returns: how many names there are (more than @cap: the list was cut).
+ * Errors:
+ * -EINVAL: @out is NULL with a non-zero @cap.
+ * -ENOMEM: no memory.
+ * -ENOTTY: the module has no introspection.
  */
 int syncmem_objects(struct syncmem_region *r, struct syncmem_object_info *out,
 		    size_t cap);
@@ -1061,12 +1590,19 @@ struct syncmem_waiter_info {
 };
 
 /*
- * The waiters queued on @r, by word offset and then in arrival order; with
- * @word (inside @r, 4-byte aligned) only that word's. Fills up to @cap
- * entries, the first ones in that order, and returns how many there are
- * (more than @cap: cut). Each word's queue is read at one instant; more
- * than 4096 are read in pages, one after another. -EINVAL, -ENOMEM,
- * -ENOTTY.
+ * List the waiters queued on a region, or on one word of it.
+ * They come by word offset, then in arrival order.
+ * With @word (inside @r, 4-byte aligned) only that word's are listed.
+ * It fills up to @cap entries, the first ones in that order.
+ * Each word's queue is read at one instant; more than 4096 waiters are
+ * read in pages, one after another.
+ *
+ * Returns: how many waiters there are (more than @cap: the list was cut).
+ * Errors:
+ * -EINVAL: @r is NULL, @out is NULL with a non-zero @cap, or @word is
+ *	misaligned or outside @r.
+ * -ENOMEM: no memory.
+ * -ENOTTY: the module has no introspection.
  */
 int syncmem_waiters(struct syncmem_region *r, const void *word,
 		    struct syncmem_waiter_info *out, size_t cap);
@@ -1089,9 +1625,15 @@ struct syncmem_holder_info {
 };
 
 /*
- * Who holds the owner word at @word (8-byte aligned, inside @r): the word
- * of a struct syncmem_lock or syncmem_gate, or a rwlock's turnstile.word.
- * The answer is a snapshot. 0; -EINVAL, -ENOTTY.
+ * Read who holds an owner word: a lock's, a gate's or a rwlock's turnstile.
+ * @word is 8-byte aligned and inside @r: the word of a struct syncmem_lock
+ * or syncmem_gate, or a rwlock's turnstile.word.
+ * The answer is a snapshot.
+ *
+ * Returns: 0, and the answer in *@out.
+ * Errors:
+ * -EINVAL: a NULL argument, or @word misaligned or outside @r.
+ * -ENOTTY: the module has no introspection.
  */
 int syncmem_holder(struct syncmem_region *r, const void *word,
 		   struct syncmem_holder_info *out);
@@ -1107,26 +1649,38 @@ struct syncmem_armed_info {
 };
 
 /*
- * The on-close actions armed on words of @r by any process, oldest first:
- * what each promised to do to the region if it dies (a single-flight
- * leader's "leader died", the count of a gate's holders). Fills up to @cap
- * and returns how many there are. -EINVAL, -ENOMEM, -ENOTTY.
+ * List the on-close actions armed on words of a region, oldest first.
+ * They are what each process promised to do to the region if it dies: a
+ * single-flight leader's "leader died", the count of a gate's holders.
+ * It fills up to @cap entries of @out.
+ *
+ * Returns: how many actions there are (more than @cap: the list was cut).
+ * Errors:
+ * -EINVAL: @r is NULL, or @out is NULL with a non-zero @cap.
+ * -ENOMEM: no memory.
+ * -ENOTTY: the module has no introspection.
  */
 int syncmem_armed(struct syncmem_region *r, struct syncmem_armed_info *out, size_t cap);
 
 /* ---- Errors and version ------------------------------------------------- */
 
 /*
- * Text for a negative errno or a SYNCMEM_ result; never NULL. For the
- * errnos of common mistakes (-ENODEV, -EPROTO, -ERANGE, -EBADF, -EINVAL,
- * -EACCES) it names the likely cause and what to check.
+ * Describe a result: a negative errno or a SYNCMEM_* result.
+ * For the errnos of common mistakes (ENODEV, EPROTO, ERANGE, EBADF, EINVAL,
+ * EACCES) it names the likely cause and what to check.
+ *
+ * Returns: the text; never NULL.
+ * Errors: none.
  */
 const char *syncmem_strerror(int err);
 
 /*
- * The version of the library the program runs with, "MAJOR.MINOR.PATCH"
- * (SYNCMEM_VERSION is that of the headers it was built with; the shared
- * library may be newer).
+ * The version of the library the program runs with, "MAJOR.MINOR.PATCH".
+ * SYNCMEM_VERSION is that of the headers it was built with; the shared
+ * library may be newer.
+ *
+ * Returns: the version string.
+ * Errors: none.
  */
 const char *syncmem_version(void);
 

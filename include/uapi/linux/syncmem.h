@@ -10,7 +10,7 @@
  * Every argument struct has a fixed size, only __u32/__u64 fields, pointers
  * carried as __u64, padding that must be zero and a flags field checked
  * against a known mask. A non-zero padding field or an unknown flag is
- * -EINVAL. An unknown ioctl is -ENOTTY. See Documentation/syncmem/uapi.rst.
+ * -EINVAL. An unknown ioctl is -ENOTTY. A bad user pointer is -EFAULT.
  */
 #ifndef _UAPI_LINUX_SYNCMEM_H
 #define _UAPI_LINUX_SYNCMEM_H
@@ -51,7 +51,7 @@
  *			parameter is 0).
  *
  * The per-user and per-namespace limits are module parameters too
- * (/sys/module/syncmem/parameters/, Documentation/syncmem/security.rst).
+ * (/sys/module/syncmem/parameters/).
  */
 struct syncmem_version {
 	__u32 abi_version;
