@@ -989,8 +989,9 @@ void syncmem_rwlock_init(struct syncmem_rwlock *rw);
  * -EBUSY: the lock cannot be had at once (the try calls).
  * -EDEADLK: this thread holds the write lock already.
  * -EBADF: @r is mapped read-only.
- * -EUCLEAN: a count would overflow, or a word keeps changing under the
- *	call.
+ * -EUCLEAN: a slot counts 2^31 - 1 shares (one more would overflow) or
+ *	counts shares while naming no process, or a word keeps changing
+ *	under the call.
  * -ERANGE: @rw is not wholly inside @r.
  * -EINVAL: @rw is NULL or misaligned.
  */
