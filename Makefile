@@ -14,6 +14,7 @@
 #   make checkpatch  checkpatch.pl --strict over kmod/ and the uapi header
 #   make sparse      the module under sparse (C=1)
 #   make bench       the benchmarks in the VM
+#   make python      the Python package (bindings/python) in build/python
 #   make fuzz        a long fuzzing pass: the kernel fuzzer on the debug kernel
 #                    (FUZZ_OPS ioctls, default 1000000; FUZZ_SEED), then the
 #                    library fuzzer on the host (FUZZ_LIB_SECONDS per phase)
@@ -80,8 +81,8 @@ TEST_HOOKS := SYNCMEM_TEST_HOOKS=y
 kmod_links = mkdir -p $(1) && find $(1) -maxdepth 1 -type l -delete && \
 	ln -s $(addprefix $(ROOT)/,$(KMOD_OWN)) $(1)/
 
-.PHONY: all deps kmod kmod-stock kmod-debug kmod-rt kmod-6.12 check-6.12 lib selftests hosttests tools check check-host torture \
-	check-static check-install check-deb check-dkms check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
+.PHONY: python bench-python all deps kmod kmod-stock kmod-debug kmod-rt kmod-6.12 check-6.12 lib selftests hosttests tools check check-host torture \
+	check-python check-static check-install check-deb check-dkms check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
 all: kmod kmod-stock lib selftests hosttests tools
 
@@ -223,6 +224,16 @@ bench: all $(BUILD)/bench/pool_bench $(BUILD)/bench/lock_instructions
 	$(BUILD)/bench/pool_bench
 	$(ROOT)/tools/bench/pool-instructions $(BUILD)/bench/pool_bench
 	$(ROOT)/tools/bench/lock-instructions $(BUILD)/bench/lock_instructions
+	$(MAKE) --no-print-directory bench-python
+
+# The Python package's benchmarks (bindings/python/bench), in the VM.
+bench-python: python $(BUILD)/python/overhead
+	$(ROOT)/tools/vm/run --kernel stock --python --add $(BUILD)/python --timeout 900 -- \
+		sh -c 'PYTHONPATH=/work/build/python/lib python3 build/python/bench.py build/python/overhead'
+
+$(BUILD)/python/overhead: bindings/python/bench/overhead.c lib/libsyncmem.a
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -o $@ $< lib/libsyncmem.a $(PROG_LDFLAGS) -luring
 
 $(BUILD)/bench/pool_bench: tools/bench/pool_bench.c lib/libsyncmem.a $(wildcard tools/bench/*.h)
 	@mkdir -p $(@D)
@@ -232,6 +243,18 @@ $(BUILD)/bench/lock_instructions: tools/bench/lock_instructions.c lib/libsyncmem
 		$(wildcard tools/bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Ilib -o $@ $< lib/libsyncmem.a -pthread -luring
+
+# ---- Python package -----------------------------------------------------------
+# bindings/python built with Debian's python3 and setuptools (no download),
+# the package importable from build/python/lib (PYTHONPATH).
+PYTHON := /usr/bin/python3
+PY_SRCS := $(wildcard bindings/python/setup.py bindings/python/src/* bindings/python/syncmem/*.py bindings/python/bench/*.py)
+python: $(BUILD)/python/.stamp
+$(BUILD)/python/.stamp: $(PY_SRCS) $(LIB_SRCS) $(LIB_HDRS)
+	cd bindings/python && $(PYTHON) setup.py -q build --build-base $(BUILD)/python/build \
+		build_ext --build-lib $(BUILD)/python/lib build_py --build-lib $(BUILD)/python/lib
+	cp bindings/python/bench/bench.py $(BUILD)/python/bench.py
+	@touch $@
 
 include install.mk
 
@@ -250,6 +273,7 @@ check:
 	$(MAKE) --no-print-directory check-deb || status=1; \
 	$(MAKE) --no-print-directory check-runner || status=1; \
 	$(MAKE) --no-print-directory check-stock || status=1; \
+	$(MAKE) --no-print-directory check-python || status=1; \
 	$(MAKE) --no-print-directory check-debug || status=1; \
 	$(MAKE) --no-print-directory check-rt || status=1; \
 	$(MAKE) --no-print-directory check-6.12 || status=1; \
@@ -313,6 +337,17 @@ check-stock: all
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-stock $(ROOT)/tools/vm/run --kernel stock \
 		--timeout 900 -- selftests/run-all 2>&1 | tee $(BUILD)/check/stock.tap; \
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - stock VM run exited $$rc" >>$(BUILD)/check/stock.tap; exit $$rc
+
+# The Python package's pytest suites, with Debian's python3 in the guest.
+PYTEST_VM := SYNCMEM_TAP=1 PYTHONPATH=/work/build/python/lib PYTHONDONTWRITEBYTECODE=1 \
+	python3 -m pytest -p no:cacheprovider -q -s bindings/python/tests
+check-python: all python
+	@mkdir -p $(BUILD)/check
+	@echo "== the Python package on the stock kernel"
+	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-python $(ROOT)/tools/vm/run --kernel stock \
+		--python --add $(BUILD)/python/lib --add bindings/python/tests --timeout 900 -- \
+		sh -c '$(PYTEST_VM)' 2>&1 | tee $(BUILD)/check/python.tap; \
+		rc=$$?; [ $$rc = 0 ] || echo "not ok - python VM run exited $$rc" >>$(BUILD)/check/python.tap; exit $$rc
 
 check-debug: all kmod-debug
 	@mkdir -p $(BUILD)/check
