@@ -1059,7 +1059,7 @@ static PyObject *lock_acquire(LockObject *self, PyObject *args, PyObject *kw)
 	int blocking = 1, rc;
 	int64_t timeout, start;
 
-	if (args && PyTuple_GET_SIZE(args) == 0 && kw == NULL) {
+	if (args == NULL || (PyTuple_GET_SIZE(args) == 0 && kw == NULL)) {
 		timeout = SYNCMEM_FOREVER;	/* the common case, parsed fast */
 	} else {
 		if (!PyArg_ParseTupleAndKeywords(args, kw, "|pO", kwlist, &blocking, &to))
@@ -1100,6 +1100,8 @@ static PyObject *lock_acquire(LockObject *self, PyObject *args, PyObject *kw)
 		Py_RETURN_TRUE;
 	if (rc == -EBUSY || rc == -ETIMEDOUT)
 		Py_RETURN_FALSE;
+	if (rc == -EDEADLK && (!blocking || timeout == 0))
+		Py_RETURN_FALSE;	/* as threading.Lock: not available now */
 	if (rc == -EOWNERDEAD)
 		return owner_died((PyObject *)self);
 	return set_error(rc);

@@ -105,8 +105,8 @@ def wait_async(region, offset, expected, timeout=None, *, size=4):
             _aio.settle(fut, _RESULTS.get(result, result))
         elif result != -_errno.ECANCELED:
             _aio.settle(fut, exc=_aio.error(result))
-        elif not fut.done():
-            fut.cancel()
+        else:
+            _aio.cancel(fut)
 
     status, wid = bridge.loop.wait(region, offset, expected, timeout, size, done)
     if status != _syncmem.PENDING:
@@ -164,8 +164,7 @@ class Lock(_syncmem.Lock):
                 exc.lock = lock
                 _aio.settle(fut, exc=exc)
             elif result == -_errno.ECANCELED:
-                if not fut.done():
-                    fut.cancel()
+                _aio.cancel(fut)
             else:
                 _aio.settle(fut, exc=_aio.error(result))
 

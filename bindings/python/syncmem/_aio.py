@@ -60,6 +60,15 @@ def settle(fut, value=None, exc=None):
         pass  # the event loop is closed
 
 
+def cancel(fut):
+    """Cancel @fut unless it is done or its loop is closed."""
+    if not fut.done():
+        try:
+            fut.cancel()
+        except RuntimeError:
+            pass
+
+
 def error(result):
     """The exception for a negative errno delivered to a callback."""
     import errno as _errno

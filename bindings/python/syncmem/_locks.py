@@ -187,8 +187,7 @@ class _Request:
             elif result == -errno.EBUSY:
                 _aio.settle(fut, None)
             elif result == -errno.ECANCELED:
-                if not fut.done():
-                    fut.cancel()
+                _aio.cancel(fut)
             else:
                 _aio.settle(fut, exc=_aio.error(result))
 
