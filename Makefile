@@ -345,7 +345,8 @@ check-python: all python
 	@mkdir -p $(BUILD)/check
 	@echo "== the Python package on the stock kernel"
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-python $(ROOT)/tools/vm/run --kernel stock \
-		--python --add $(BUILD)/python/lib --add bindings/python/tests --timeout 900 -- \
+		--python --add $(BUILD)/python/lib --add bindings/python/tests \
+		--add bindings/python/examples --timeout 900 -- \
 		sh -c '$(PYTEST_VM)' 2>&1 | tee $(BUILD)/check/python.tap; \
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - python VM run exited $$rc" >>$(BUILD)/check/python.tap; exit $$rc
 

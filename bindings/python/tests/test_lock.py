@@ -168,7 +168,7 @@ def test_async_with_lock(region):
     async def main():
         pid = fork(child)
         until(lambda: region.load(0) == 1, what="the child's lock")
-        task = asyncio.create_task(lock.acquire_async())
+        task = asyncio.ensure_future(lock.acquire_async())
         await asyncio.sleep(0.05)
         assert not task.done()
         region.store(4, 1)
