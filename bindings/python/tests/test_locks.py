@@ -124,3 +124,19 @@ def test_default_manager_shared_by_processes():
             with syncmem.LockManager("other-scope").request(name, if_available=True) as h:
                 assert h is not None  # another scope, another name space
         assert join(fork(child)) == 0
+
+
+def test_query_holders_in_grant_order(region, locks):
+    pids = [hold_in_child(region, locks, "q", "shared") for _ in range(2)]
+    until(lambda: region.load(8) == 2, what="two shared holders")
+    with locks.request("other"):
+        state = locks.query()
+        held = sorted((i.name, i.mode, i.pid) for i in state["held"])
+        assert held == sorted([("q", "shared", pids[0]), ("q", "shared", pids[1]),
+                               ("other", "exclusive", os.getpid())])
+        assert state["pending"] == []
+        assert all(i.client for i in state["held"])
+    region.store(0, 1)
+    region.notify(0)
+    assert [join(p) for p in pids] == [0, 0]
+    assert locks.query() == {"held": [], "pending": []}
