@@ -34,6 +34,9 @@ header = open(os.path.join(INCLUDE, "syncmem.h"), encoding="utf-8").read()
 macros = []
 if re.search(r"^int\s+syncmem_locks_request_async\s*\(", header, re.M):
     macros.append(("SYNCMEM_HAVE_LOCKS_ASYNC", "1"))
+if re.search(r"^int\s+syncmem_lock_async_timed\s*\(", header, re.M) and \
+        re.search(r"^int\s+syncmem_loop_abort\s*\(", header, re.M):
+    macros.append(("SYNCMEM_HAVE_LOCK_ASYNC_TIMED", "1"))
 if re.search(r"^int\s+syncmem_locks_query\s*\(", header, re.M):
     macros.append(("SYNCMEM_HAVE_LOCKS_QUERY", "1"))
 

@@ -925,6 +925,7 @@ static PyObject *loop_get_closed(LoopObject *self, void *c)
 }
 
 static PyObject *loop_lock(LoopObject *self, PyObject *args);
+static PyObject *loop_abort(LoopObject *self, PyObject *arg);
 static PyObject *loop_locks_request(LoopObject *self, PyObject *args);
 static PyObject *loop_locks_abort(LoopObject *self, PyObject *arg);
 
@@ -936,7 +937,10 @@ static PyMethodDef loop_methods[] = {
 	{ "wait", (PyCFunction)loop_wait, METH_VARARGS,
 	  "wait(region, offset, expected, timeout, size, fn) -> (status, id)" },
 	{ "cancel", (PyCFunction)loop_cancel, METH_O, "cancel(id) -> bool" },
-	{ "lock", (PyCFunction)loop_lock, METH_VARARGS, "lock(lock, fn): acquire asynchronously" },
+	{ "lock", (PyCFunction)loop_lock, METH_VARARGS,
+	  "lock(lock, fn, timeout=None) -> id or None: acquire asynchronously" },
+	{ "abort", (PyCFunction)loop_abort, METH_O,
+	  "abort(id) -> bool: abort a pending acquisition of the lock family" },
 	{ "locks_request", (PyCFunction)loop_locks_request, METH_VARARGS,
 	  "locks_request(manager, name, flags, fn) -> id" },
 	{ "locks_abort", (PyCFunction)loop_locks_abort, METH_O, "locks_abort(id) -> bool" },
@@ -1169,18 +1173,24 @@ static PyObject *lock_exit(LockObject *self, PyObject *args)
 	return lock_release(self, NULL);
 }
 
-/* Loop.lock(lock, fn): fn(0 or -EOWNERDEAD) runs later with the lock held by this process. */
+/*
+ * Loop.lock(lock, fn, timeout=None) -> id or None: fn(0 or -EOWNERDEAD)
+ * runs later with the lock held by this process, or fn(-ETIMEDOUT),
+ * fn(-ECANCELED). The id (a library with syncmem_lock_async_timed()) is
+ * for abort().
+ */
 static PyObject *loop_lock(LoopObject *self, PyObject *args)
 {
 	LockObject *lock;
-	PyObject *fn;
+	PyObject *fn, *to = Py_None;
 	struct syncmem_lock *l;
 	struct pycb *c;
+	int64_t timeout;
 	int rc;
 
-	if (!PyArg_ParseTuple(args, "O!O", &LockType, &lock, &fn))
+	if (!PyArg_ParseTuple(args, "O!O|O", &LockType, &lock, &fn, &to))
 		return NULL;
-	if (loop_check(self) < 0)
+	if (loop_check(self) < 0 || timeout_ns(to, &timeout) < 0)
 		return NULL;
 	l = lock_ptr(lock);
 	if (l == NULL)
@@ -1188,12 +1198,56 @@ static PyObject *loop_lock(LoopObject *self, PyObject *args)
 	c = pycb_new(fn, (PyObject *)lock);
 	if (c == NULL)
 		return NULL;
+#ifdef SYNCMEM_HAVE_LOCK_ASYNC_TIMED
+	{
+		uint64_t id = 0;
+
+		rc = syncmem_lock_async_timed(self->loop, lock->region->r, l, timeout, pycb_call, c,
+					      &id);
+		if (rc < 0) {
+			pycb_drop(c);
+			return set_error(rc);
+		}
+		return PyLong_FromUnsignedLongLong(id);
+	}
+#else
+	if (timeout >= 0) {
+		pycb_drop(c);
+		PyErr_SetString(PyExc_NotImplementedError,
+				"syncmem: this libsyncmem has no syncmem_lock_async_timed()");
+		return NULL;
+	}
 	rc = syncmem_lock_async(self->loop, lock->region->r, l, pycb_call, c);
 	if (rc < 0) {
 		pycb_drop(c);
 		return set_error(rc);
 	}
 	Py_RETURN_NONE;
+#endif
+}
+
+/* Loop.abort(id) -> True if the acquisition was pending (its fn gets -ECANCELED). */
+static PyObject *loop_abort(LoopObject *self, PyObject *arg)
+{
+#ifdef SYNCMEM_HAVE_LOCK_ASYNC_TIMED
+	unsigned long long id = PyLong_AsUnsignedLongLong(arg);
+	int rc;
+
+	if (id == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	if (loop_check(self) < 0)
+		return NULL;
+	rc = syncmem_loop_abort(self->loop, id);
+	if (rc == -ENOENT)
+		Py_RETURN_FALSE;
+	if (rc < 0)
+		return set_error(rc);
+	Py_RETURN_TRUE;
+#else
+	(void)self;
+	(void)arg;
+	Py_RETURN_FALSE;
+#endif
 }
 
 static PyMethodDef lock_methods[] = {
@@ -1532,7 +1586,12 @@ PyMODINIT_FUNC PyInit__syncmem(void)
 	    PyModule_AddIntConstant(m, "LOCKS_SHARED", SYNCMEM_LOCKS_SHARED) < 0 ||
 	    PyModule_AddIntConstant(m, "LOCKS_IF_AVAILABLE", SYNCMEM_LOCKS_IF_AVAILABLE) < 0 ||
 	    PyModule_AddIntConstant(m, "LOCKS_STEAL", SYNCMEM_LOCKS_STEAL) < 0 ||
-	    PyModule_AddIntConstant(m, "LOCKS_NAME_MAX", SYNCMEM_LOCKS_NAME_MAX) < 0) {
+	    PyModule_AddIntConstant(m, "LOCKS_NAME_MAX", SYNCMEM_LOCKS_NAME_MAX) < 0 ||
+#ifdef SYNCMEM_HAVE_LOCK_ASYNC_TIMED
+	    PyModule_AddIntConstant(m, "HAVE_LOCK_ASYNC_TIMED", 1) < 0) {
+#else
+	    PyModule_AddIntConstant(m, "HAVE_LOCK_ASYNC_TIMED", 0) < 0) {
+#endif
 		Py_DECREF(m);
 		return NULL;
 	}

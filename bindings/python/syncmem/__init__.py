@@ -143,19 +143,22 @@ class Lock(_syncmem.Lock):
 
     __slots__ = ()
 
-    def acquire_async(self):
+    def acquire_async(self, timeout=None):
         """A future that is done when this process holds the lock.
 
-        Its result is True; OwnerDiedError (lock held) after a dead holder.
-        Cancelling it before the grant gives the lock back as soon as it
-        is granted (after a dead holder, without marking it consistent).
+        Its result is True; OwnerDiedError (lock held) after a dead holder;
+        TimeoutError when ``timeout`` seconds pass first (None: no limit).
+        Cancelling it before the grant takes the request out of the queue
+        (a libsyncmem without syncmem_lock_async_timed() cannot: the lock is
+        then given back as soon as it is granted, without consistent()
+        after a dead holder).
         """
         bridge = _aio.bridge()
         fut = bridge.aloop.create_future()
 
         def done(result, lock=self):
             if result in (0, -_errno.EOWNERDEAD) and fut.done():
-                lock.release()  # cancelled before the grant
+                lock.release()  # cancelled before the grant reached us
                 return
             if result == 0:
                 _aio.settle(fut, True)
@@ -165,11 +168,26 @@ class Lock(_syncmem.Lock):
                 _aio.settle(fut, exc=exc)
             elif result == -_errno.ECANCELED:
                 _aio.cancel(fut)
+            elif result == -_errno.ETIMEDOUT:
+                _aio.settle(fut, exc=TimeoutError(_errno.ETIMEDOUT, strerror(result)))
             else:
                 _aio.settle(fut, exc=_aio.error(result))
 
-        bridge.loop.lock(self, done)
+        try:
+            aid = bridge.loop.lock(self, done, timeout)
+        except TimeoutError as e:  # a timeout of 0 and the lock is held
+            fut.set_exception(e)
+            return fut
         bridge.arm()
+        if aid is not None:
+            def cancelled(f, loop=bridge.loop, aid=aid):
+                if f.cancelled() and not loop.closed:
+                    try:
+                        loop.abort(aid)
+                    except (RuntimeError, ValueError, OSError):
+                        pass
+
+            fut.add_done_callback(cancelled)
         return fut
 
     async def __aenter__(self):
