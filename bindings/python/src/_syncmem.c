@@ -126,7 +126,8 @@ typedef struct {
 	Py_ssize_t size;
 	int readonly;
 	Py_ssize_t exports;		/* buffers handed out and not released */
-	Py_ssize_t busy;		/* calls under way without the GIL */
+	Py_ssize_t busy;		/* calls under way without the GIL, pending
+					 * async acquisitions and held Web Locks */
 	PyObject *name;			/* str, or None for an anonymous region */
 	PyObject *weakreflist;
 } RegionObject;
@@ -268,7 +269,7 @@ static PyObject *region_close(RegionObject *self, PyObject *unused)
 	}
 	if (self->busy > 0) {
 		PyErr_SetString(PyExc_BufferError,
-				"syncmem: cannot close a region while another thread waits on it");
+				"syncmem: cannot close a region in use: a thread waits on it, an async lock request is pending, or a Web Lock in it is held");
 		return NULL;
 	}
 	syncmem_close(self->r);
@@ -716,6 +717,7 @@ static PyTypeObject LoopType;
 struct pycb {
 	PyObject *fn;		/* fn(result) */
 	PyObject *keep;		/* the region or lock the wait uses */
+	RegionObject *pinned;	/* busy while pending: the library writes it */
 };
 
 static struct pycb *pycb_new(PyObject *fn, PyObject *keep)
@@ -730,12 +732,15 @@ static struct pycb *pycb_new(PyObject *fn, PyObject *keep)
 	Py_XINCREF(keep);
 	c->fn = fn;
 	c->keep = keep;
+	c->pinned = NULL;
 	return c;
 }
 
 /* Drop a callback that will never run (the call that would queue it failed). */
 static void pycb_drop(struct pycb *c)
 {
+	if (c->pinned)
+		c->pinned->busy--;
 	Py_DECREF(c->fn);
 	Py_XDECREF(c->keep);
 	PyMem_RawFree(c);
@@ -1198,6 +1203,8 @@ static PyObject *loop_lock(LoopObject *self, PyObject *args)
 	c = pycb_new(fn, (PyObject *)lock);
 	if (c == NULL)
 		return NULL;
+	c->pinned = lock->region;	/* kept alive by c->keep */
+	c->pinned->busy++;
 #ifdef SYNCMEM_HAVE_LOCK_ASYNC_TIMED
 	{
 		uint64_t id = 0;

@@ -140,3 +140,15 @@ def test_query_holders_in_grant_order(region, locks):
     region.notify(0)
     assert [join(p) for p in pids] == [0, 0]
     assert locks.query() == {"held": [], "pending": []}
+
+
+def test_region_pinned_while_a_lock_in_it_is_held():
+    r = syncmem.anonymous(1 << 16)
+    m = syncmem.LockManager(region=r, create=True)
+    held = m.request("p").acquire()
+    with pytest.raises(BufferError):
+        r.close()  # the release would write a mapping that is gone
+    assert held.release() is True
+    r.close()
+    with pytest.raises(ValueError):
+        m.request("p").acquire()
