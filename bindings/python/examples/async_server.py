@@ -19,7 +19,7 @@ import sys
 
 import syncmem
 
-SERVERS, CLIENTS, REQUESTS = 3, 8, 50
+SERVERS, CLIENTS, REQUESTS = 3, 6, 20
 START = 1000
 
 
@@ -76,7 +76,10 @@ def main():
             os._exit(0)
         pids.append(pid)
     sock.close()
-    asyncio.run(clients(port))
+    try:
+        asyncio.run(asyncio.wait_for(clients(port), 60))
+    except asyncio.TimeoutError:
+        print("clients timed out; locks:", locks.query())
     for pid in pids:
         os.kill(pid, 2)
         os.waitpid(pid, 0)

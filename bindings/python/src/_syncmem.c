@@ -746,11 +746,26 @@ static void pycb_drop(struct pycb *c)
 	PyMem_RawFree(c);
 }
 
+/* Callbacks due while the interpreter shuts down are dropped (leaked). */
+static int finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030d0000
+	return Py_IsFinalizing();
+#else
+	return _Py_IsFinalizing();
+#endif
+}
+
 static void pycb_call(void *arg, int result)
 {
 	struct pycb *c = arg;
-	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *ret = PyObject_CallFunction(c->fn, "i", result);
+	PyGILState_STATE g;
+	PyObject *ret;
+
+	if (finalizing())
+		return;
+	g = PyGILState_Ensure();
+	ret = PyObject_CallFunction(c->fn, "i", result);
 
 	if (ret == NULL)
 		PyErr_WriteUnraisable(c->fn);

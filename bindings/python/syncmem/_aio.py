@@ -6,12 +6,23 @@ The syncmem loop's fd is readable when completions are ready;
 reader runs the ready callbacks, which settle futures. No thread per wait.
 """
 import asyncio
+import atexit
 import os
 import weakref
 
 from . import _syncmem
 
 _bridges = weakref.WeakKeyDictionary()
+_all = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    # Free every syncmem loop while the interpreter still runs: pending
+    # callbacks then run (with -ECANCELED) now, not during finalization.
+    for b in list(_all):
+        if b.pid == os.getpid():
+            b.loop.close()
 
 
 class _Bridge:
@@ -44,6 +55,7 @@ def bridge():
         # A forked child cannot use its parent's syncmem loop: a new one.
         b = _Bridge(aloop)
         _bridges[aloop] = b
+        _all.add(b)
     return b
 
 
