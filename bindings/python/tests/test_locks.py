@@ -118,12 +118,18 @@ def test_bad_requests(locks):
 def test_default_manager_shared_by_processes():
     name = f"pytest-default-{os.getpid()}"
     assert syncmem.locks is syncmem.locks
+    assert syncmem.locks.region.name == f"syncmem.locks.{os.getuid()}"
     with syncmem.locks.request(name):
         def child():
             assert syncmem.locks.request(name, if_available=True).acquire() is None
-            with syncmem.LockManager("other-scope").request(name, if_available=True) as h:
+            other = syncmem.LockManager("other-scope")
+            assert other.region.name == f"syncmem.locks.{os.getuid()}.other-scope"
+            with other.request(name, if_available=True) as h:
                 assert h is not None  # another scope, another name space
         assert join(fork(child)) == 0
+    # Leave no names behind (they outlive the processes).
+    syncmem.unlink(syncmem.locks.region.name)
+    syncmem.unlink(f"syncmem.locks.{os.getuid()}.other-scope")
 
 
 def test_query_holders_in_grant_order(region, locks):
