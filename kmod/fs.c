@@ -9,10 +9,13 @@
  * is labelled by the LSMs when it is made (they then also see every open of
  * a name; an unlabelled inode is private to them).
  *
- * An inode can outlive every file of its region (an O_PATH reopen of
- * /proc/PID/fd/N holds its dentry, which needs this module's dentry
- * operations), so each inode holds a module reference, given back once the
- * inode is freed (an RCU callback, which module exit waits for).
+ * A dentry can outlive every file of its region (an O_PATH reopen of
+ * /proc/PID/fd/N holds it, and its name is printed by this module's
+ * syncmem_dname()), so each dentry of a region file holds a module
+ * reference, given back an RCU grace period after the dentry is released
+ * (module exit waits for the callback with rcu_barrier()). An inode does
+ * not: the name of a region nobody uses holds only the inode, and must not
+ * keep the module loaded (unloading drops it, and frees the inode).
  *
  * The mount is noexec: a region is never executable, and a process with the
  * READ_IMPLIES_EXEC personality still maps it (the kernel adds PROT_EXEC to
@@ -25,6 +28,8 @@
 #include <linux/module.h>
 #include <linux/mount.h>
 #include <linux/pseudo_fs.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
 
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
@@ -49,26 +54,38 @@ static char *syncmem_dname(struct dentry *dentry, char *buffer, int buflen)
 	return p;
 }
 
-static const struct dentry_operations syncmem_dops = {
-	.d_dname = syncmem_dname,
+/* A region file's dentry's module reference (in its d_fsdata). */
+struct syncmem_dentry_ref {
+	struct rcu_head rcu;
 };
 
-static const struct inode_operations syncmem_inode_ops;
-
-/* Region inodes hold a module reference; the filesystem's root does not. */
-static void syncmem_free_inode(struct inode *inode)
+static void syncmem_dentry_ref_free(struct rcu_head *rcu)
 {
-	bool region = inode->i_op == &syncmem_inode_ops;
-
-	free_inode_nonrcu(inode);
-	if (region)
-		module_put(THIS_MODULE);
+	kfree(container_of(rcu, struct syncmem_dentry_ref, rcu));
+	module_put(THIS_MODULE);
 }
+
+/*
+ * The dentry is dead; its name is never printed again. The module is put
+ * from an RCU callback, not here: returning from this function still runs
+ * this module's code.
+ */
+static void syncmem_d_release(struct dentry *dentry)
+{
+	struct syncmem_dentry_ref *ref = dentry->d_fsdata;
+
+	if (ref)
+		call_rcu(&ref->rcu, syncmem_dentry_ref_free);
+}
+
+static const struct dentry_operations syncmem_dops = {
+	.d_dname	= syncmem_dname,
+	.d_release	= syncmem_d_release,
+};
 
 static const struct super_operations syncmem_super_ops = {
 	.statfs		= simple_statfs,
 	.drop_inode	= generic_delete_inode,
-	.free_inode	= syncmem_free_inode,
 };
 
 static int syncmem_init_fs_context(struct fs_context *fc)
@@ -122,7 +139,6 @@ struct inode *syncmem_fs_inode(struct syncmem_region *r)
 
 	if (IS_ERR(inode))
 		return inode;
-	__module_get(THIS_MODULE);	/* put by syncmem_free_inode() */
 	inode->i_op = &syncmem_inode_ops;
 	inode->i_mode = 0600;
 	inode->i_size = r->size;
@@ -143,6 +159,7 @@ struct file *syncmem_fs_file(struct syncmem_region *r, bool rdonly,
 			     const struct file_operations *fops)
 {
 	char buf[SYNCMEM_NAME_MAX + 1] = "[anonymous]";
+	struct syncmem_dentry_ref *ref;
 	struct file *file;
 
 	/* The dentry's name: the region's name (set once, never changed). */
@@ -150,17 +167,26 @@ struct file *syncmem_fs_file(struct syncmem_region *r, bool rdonly,
 		memcpy(buf, r->name, r->name_len);
 		buf[r->name_len] = '\0';
 	}
+	ref = kmalloc(sizeof(*ref), GFP_KERNEL_ACCOUNT);
+	if (!ref)
+		return ERR_PTR(-ENOMEM);
 	/* alloc_file_pseudo() takes neither the module nor the inode. */
-	if (!try_module_get(fops->owner))
+	if (!try_module_get(fops->owner)) {
+		kfree(ref);
 		return ERR_PTR(-ENOENT);
+	}
 	ihold(r->inode);
 	file = alloc_file_pseudo(r->inode, syncmem_mnt, buf,
 				 rdonly ? O_RDONLY : O_RDWR, fops);
 	if (IS_ERR(file)) {
 		iput(r->inode);
 		module_put(fops->owner);
+		kfree(ref);
 		return file;
 	}
+	/* The file's new dentry: put by syncmem_d_release(). */
+	__module_get(THIS_MODULE);
+	file->f_path.dentry->d_fsdata = ref;
 	file->private_data = r;
 	return file;
 }

@@ -291,7 +291,8 @@ static void __exit syncmem_exit(void)
 	syncmem_ns_exit();
 	syncmem_wait_exit();
 	syncmem_fs_exit();
-	rcu_barrier();	/* kfree_rcu() of users and namespaces */
+	/* kfree_rcu() of users and namespaces; dentries putting the module */
+	rcu_barrier();
 	syncmem_limits_exit();
 }
 

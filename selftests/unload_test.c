@@ -127,4 +127,102 @@ TEST(a_path_to_a_region_keeps_the_module_loaded)
 	ASSERT_EQ(0, run("insmod /syncmem.ko"));
 }
 
+/*
+ * rmmod, retried for up to 3 s: a closed file's dentry gives the module
+ * back an RCU grace period later. 0 once unloaded.
+ */
+static int unload(void)
+{
+	for (int tries = 0; run("rmmod syncmem 2>/dev/null"); tries++) {
+		if (tries == 300)
+			return -1;
+		usleep(10 * 1000);
+	}
+	return 0;
+}
+
+static int region_size(int rfd)
+{
+	struct syncmem_region_info info;
+
+	return ioctl(rfd, SYNCMEM_IOC_REGION_INFO, &info) ? -errno : (int)info.size;
+}
+
+/* regions.rst: unloading drops the names of regions nobody uses. */
+TEST(a_name_nobody_uses_does_not_keep_the_module_loaded)
+{
+	uint32_t *word;
+	int dev, rfd;
+
+	ASSERT_EQ(0, access("/syncmem.ko", R_OK)) TH_LOG("only in the test guest");
+	dev = dev_open();
+	ASSERT_LE(0, dev);
+	rfd = raw_region_open(dev, "unload-unused", SYNCMEM_REGION_CREATE | SYNCMEM_REGION_EXCL,
+			      8192, 0600, NULL);
+	ASSERT_LE(0, rfd);
+	word = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+	ASSERT_NE(MAP_FAILED, word);
+	word[0] = 42;
+	ASSERT_EQ(0, munmap(word, 8192));
+	close(rfd);
+	close(dev);
+	EXPECT_EQ(0, unload()) TH_LOG("the name alone keeps the module loaded");
+	ASSERT_EQ(0, run("lsmod | grep -q '^syncmem ' || insmod /syncmem.ko"));
+
+	/* The name went with the module. */
+	dev = dev_open();
+	ASSERT_LE(0, dev);
+	EXPECT_EQ(-ENOENT, raw_region_open(dev, "unload-unused", 0, 0, 0, NULL));
+	raw_unlink(dev, "unload-unused");
+	close(dev);
+}
+
+/* A name whose region is still open or mapped keeps the module, rightly. */
+TEST(a_named_region_in_use_keeps_the_module_loaded)
+{
+	int dev, rfd;
+	void *p;
+
+	ASSERT_EQ(0, access("/syncmem.ko", R_OK)) TH_LOG("only in the test guest");
+	dev = dev_open();
+	ASSERT_LE(0, dev);
+	rfd = raw_region_open(dev, "unload-used", SYNCMEM_REGION_CREATE | SYNCMEM_REGION_EXCL,
+			      4096, 0600, NULL);
+	ASSERT_LE(0, rfd);
+	close(dev);
+	/* Its fd. */
+	EXPECT_NE(0, run("rmmod syncmem 2>/dev/null"));
+	EXPECT_EQ(4096, region_size(rfd));
+	/* Its mapping, once the fd is closed. */
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, rfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	close(rfd);
+	EXPECT_NE(0, run("rmmod syncmem 2>/dev/null"));
+	EXPECT_EQ(0, *(volatile uint32_t *)p);
+	ASSERT_EQ(0, munmap(p, 4096));
+	/* Then nothing: it unloads, and the name goes with it. */
+	EXPECT_EQ(0, unload());
+	ASSERT_EQ(0, run("lsmod | grep -q '^syncmem ' || insmod /syncmem.ko"));
+	dev = dev_open();
+	ASSERT_LE(0, dev);
+	EXPECT_EQ(-ENOENT, raw_region_open(dev, "unload-used", 0, 0, 0, NULL));
+	close(dev);
+}
+
+/*
+ * Last (tests run in this order): leaves a named region behind, for the VM runner's own check that
+ * the module unloads after the command (tools/vm/run fails the run if not).
+ */
+TEST(a_name_left_behind_for_the_runner)
+{
+	int dev = dev_open(), rfd;
+
+	ASSERT_LE(0, dev);
+	raw_unlink(dev, "unload-left-behind");
+	rfd = raw_region_open(dev, "unload-left-behind", SYNCMEM_REGION_CREATE, 4096, 0600, NULL);
+	ASSERT_LE(0, rfd);
+	close(rfd);
+	close(dev);
+}
+
 TEST_HARNESS_MAIN
