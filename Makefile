@@ -15,6 +15,7 @@
 #   make sparse      the module under sparse (C=1)
 #   make bench       the benchmarks in the VM
 #   make python      the Python package (bindings/python) in build/python
+#   make node        the Node.js package's native addon (bindings/node), offline
 #   make fuzz        a long fuzzing pass: the kernel fuzzer on the debug kernel
 #                    (FUZZ_OPS ioctls, default 1000000; FUZZ_SEED), then the
 #                    library fuzzer on the host (FUZZ_LIB_SECONDS per phase)
@@ -81,7 +82,7 @@ TEST_HOOKS := SYNCMEM_TEST_HOOKS=y
 kmod_links = mkdir -p $(1) && find $(1) -maxdepth 1 -type l -delete && \
 	ln -s $(addprefix $(ROOT)/,$(KMOD_OWN)) $(1)/
 
-.PHONY: python bench-python all deps kmod kmod-stock kmod-debug kmod-rt kmod-6.12 check-6.12 lib selftests hosttests tools check check-host torture \
+.PHONY: python bench-python node check-node all deps kmod kmod-stock kmod-debug kmod-rt kmod-6.12 check-6.12 lib selftests hosttests tools check check-host torture \
 	check-python check-static check-install check-deb check-dkms check-runner check-stock check-debug check-rt check-fuzz fuzz demo checkpatch sparse bench clean linux-files
 
 all: kmod kmod-stock lib selftests hosttests tools
@@ -146,6 +147,18 @@ lib/$(SONAME): $(LIB_OBJS) $(LIB_MAP)
 		$(LIB_OBJS) -luring
 lib/libsyncmem.so: lib/$(SONAME)
 	ln -sf $(SONAME) $@
+
+# ---- Node.js (bindings/node) -------------------------------------------------
+# node-gyp (the one npm bundles) builds the addon against the installed
+# Node's headers (--nodedir): nothing is downloaded. The library's sources
+# are compiled into the addon (bindings/node/build-config.js).
+NODE ?= $(shell command -v node)
+NODE_ADDON := bindings/node/build/Release/syncmem.node
+node: $(NODE_ADDON)
+$(NODE_ADDON): $(wildcard bindings/node/src/*) bindings/node/binding.gyp bindings/node/build.js \
+		bindings/node/build-config.js $(LIB_SRCS) $(LIB_HDRS)
+	@[ -n "$(NODE)" ] || { echo "make node: no node in PATH (make deps installs nodejs)" >&2; exit 1; }
+	cd bindings/node && $(NODE) build.js
 
 # ---- selftests, host tests, tools -------------------------------------------
 # The symbol test once more, linked against the shared library and defining
@@ -278,6 +291,7 @@ check:
 	$(MAKE) --no-print-directory check-rt || status=1; \
 	$(MAKE) --no-print-directory check-6.12 || status=1; \
 	$(MAKE) --no-print-directory check-fuzz || status=1; \
+	$(MAKE) --no-print-directory check-node || status=1; \
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
 
@@ -383,6 +397,16 @@ check-fuzz: all kmod-debug
 	@mkdir -p $(BUILD)/check
 	@echo "== fuzzers (fixed seed)"
 	@set -o pipefail; $(ROOT)/tools/fuzz/check 2>&1 | tee $(BUILD)/check/fuzz.tap
+
+# The Node.js package's node --test suites, in the stock VM with the host's
+# node copied in (bindings/node/test/run prints their TAP).
+check-node: all node
+	@mkdir -p $(BUILD)/check
+	@echo "== Node.js package (bindings/node) on the stock kernel"
+	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-node $(ROOT)/tools/vm/run --kernel stock \
+		--timeout 900 --add $(NODE) --add bindings/node -- \
+		sh bindings/node/test/run /work/node 2>&1 | tee $(BUILD)/check/node.tap; \
+		rc=$$?; [ $$rc = 0 ] || echo "not ok - Node.js VM run exited $$rc" >>$(BUILD)/check/node.tap; exit $$rc
 
 FUZZ_OPS ?= 1000000
 FUZZ_SEED ?= $(shell date +%s)
