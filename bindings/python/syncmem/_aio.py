@@ -2,7 +2,7 @@
 """asyncio integration: one syncmem loop per asyncio event loop.
 
 The syncmem loop's fd is readable when completions are ready;
-``loop.add_reader()`` watches it while something is pending, and the
+``loop.add_reader()`` watches it from the first async call on, and the
 reader runs the ready callbacks, which settle futures. No thread per wait.
 """
 import asyncio
@@ -41,10 +41,9 @@ class _Bridge:
             self.reading = True
 
     def _ready(self):
+        # The reader stays once armed: the fd is readable only when there
+        # is work, and no count of pending work can then make us miss any.
         self.loop.run_once(0)
-        if self.loop.pending == 0 and self.reading:
-            self.aloop.remove_reader(self.fd)
-            self.reading = False
 
 
 def bridge():
