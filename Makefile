@@ -239,10 +239,12 @@ bench: all $(BUILD)/bench/pool_bench $(BUILD)/bench/lock_instructions
 	$(ROOT)/tools/bench/lock-instructions $(BUILD)/bench/lock_instructions
 	$(MAKE) --no-print-directory bench-python
 
-# The Python package's benchmarks (bindings/python/bench), in the VM.
+# The Python package's benchmarks (bindings/python/bench), in the VM, with a
+# /dev/shm for the POSIX semaphores of multiprocessing.Lock.
 bench-python: python $(BUILD)/python/overhead
 	$(ROOT)/tools/vm/run --kernel stock --python --add $(BUILD)/python --timeout 900 -- \
-		sh -c 'PYTHONPATH=/work/build/python/lib python3 build/python/bench.py build/python/overhead'
+		sh -c 'mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm && \
+		PYTHONPATH=/work/build/python/lib python3 build/python/bench.py build/python/overhead'
 
 $(BUILD)/python/overhead: bindings/python/bench/overhead.c lib/libsyncmem.a
 	@mkdir -p $(@D)

@@ -3,7 +3,7 @@
 """An asyncio server whose processes take a cross-process lock per request.
 
 Several server processes (forked, one asyncio loop each) accept connections
-on one listening socket. Each request moves money between two accounts
+on one listening UNIX socket. Each request moves money between two accounts
 kept in a shared region: a read-modify-write that awaits in the middle, so
 it is only correct because the handler holds the Web Lock "ledger" across
 processes. Waiting for the lock never blocks a loop: other connections are
@@ -16,6 +16,7 @@ import asyncio
 import os
 import socket
 import sys
+import tempfile
 
 import syncmem
 
@@ -36,7 +37,7 @@ def serve(sock, region, locks):
         writer.close()
 
     async def main():
-        server = await asyncio.start_server(handle, sock=sock)
+        server = await asyncio.start_unix_server(handle, sock=sock)
         async with server:
             await server.serve_forever()
 
@@ -46,9 +47,9 @@ def serve(sock, region, locks):
         pass
 
 
-async def clients(port):
+async def clients(path):
     async def client():
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        reader, writer = await asyncio.open_unix_connection(path)
         for _ in range(REQUESTS):
             writer.write(b"move\n")
             await writer.drain()
@@ -63,11 +64,10 @@ def main():
     region = syncmem.anonymous(4096 + size)
     locks = syncmem.LockManager(region=region, offset=4096, size=size, create=True)
     region.store(64, START)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    path = os.path.join(tempfile.mkdtemp(), "server.sock")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(path)
     sock.listen(64)
-    port = sock.getsockname()[1]
     pids = []
     for _ in range(SERVERS):
         pid = os.fork()
@@ -77,12 +77,14 @@ def main():
         pids.append(pid)
     sock.close()
     try:
-        asyncio.run(asyncio.wait_for(clients(port), 60))
-    except asyncio.TimeoutError:
-        print("clients timed out; locks:", locks.query())
-    for pid in pids:
-        os.kill(pid, 2)
-        os.waitpid(pid, 0)
+        asyncio.run(asyncio.wait_for(clients(path), 60))
+    except (asyncio.TimeoutError, OSError) as e:
+        print(f"clients failed ({e!r}); locks: {locks.query()}")
+    finally:
+        for pid in pids:
+            os.kill(pid, 2)
+            os.waitpid(pid, 0)
+        os.unlink(path)
     a, b = region.load(64), region.load(68)
     moved = CLIENTS * REQUESTS
     print(f"{SERVERS} server processes, {moved} requests: accounts {a} + {b} = {a + b}")
