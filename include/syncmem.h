@@ -331,6 +331,26 @@ int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
  */
 int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 
+/*
+ * Abort a pending async acquisition of @loop.
+ * @id comes from a *_timed async call of the lock family or from
+ * syncmem_locks_request_async(). Call it from the thread that runs @loop;
+ * a loop aborts only its own.
+ * Whatever the kernel handed the acquisition meanwhile goes on to the
+ * next waiter, as if it had never queued; a lock taken over from a dead
+ * holder is left dead, so that the next acquirer is told.
+ *
+ * Returns: 0 when it was pending: its callback then runs once, later,
+ * from the loop, with -ECANCELED.
+ * Errors:
+ * -ENOENT: it was acquired already (its callback, due, reports it),
+ *	finished or aborted, or @loop has no such acquisition.
+ * -EINVAL: @loop is NULL.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: a Web Locks manager holds values this library never writes.
+ */
+int syncmem_loop_abort(struct syncmem_loop *loop, uint64_t id);
+
 /* ---- Lock-free fixed-size block allocator in shared memory --------------- */
 
 #define SYNCMEM_POOL_MAGIC	0x4c4f4f50u	/* "POOL" */
@@ -723,6 +743,31 @@ int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
 
 /*
+ * Take a lock from an event loop, bounded by a timeout and abortable.
+ * As syncmem_lock_async(); @timeout_ns negative waits as long as it takes.
+ * *@id_out (may be NULL) names the acquisition for syncmem_loop_abort().
+ *
+ * Returns: 0: queued. cb(arg, 0) or cb(arg, -EOWNERDEAD) then runs with
+ * the lock held; cb(arg, -ETIMEDOUT) when the timeout passed first;
+ * cb(arg, -ECANCELED) after syncmem_loop_abort() of a pending acquisition,
+ * or when the loop was freed first; cb(arg, -errno) on any other error of
+ * syncmem_lock().
+ * Errors:
+ * -ETIMEDOUT: @timeout_ns is 0 and it cannot be taken now; nothing was
+ *	queued and @cb never runs.
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -ENOTRECOVERABLE: the lock is not recoverable; nothing was queued.
+ * -EUCLEAN: the lock word holds a value this library never writes.
+ */
+int syncmem_lock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+			     struct syncmem_lock *l, int64_t timeout_ns, syncmem_wait_cb cb,
+			     void *arg, uint64_t *id_out);
+
+/*
  * Take a lock from an event loop, run fn(arg), release it.
  * The call returns at once; @fn runs later from the loop.
  * After a dead holder @fn runs all the same, and syncmem_execute_result()
@@ -833,6 +878,29 @@ int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg);
 
 /*
+ * Pass a gate from an event loop, bounded by a timeout and abortable.
+ * As syncmem_gate_wait_async(); @timeout_ns negative waits as long as it
+ * takes. *@id_out (may be NULL) names it for syncmem_loop_abort().
+ *
+ * Returns: 0: queued. cb(arg, 0) or cb(arg, -EOWNERDEAD) then runs once
+ * through; cb(arg, -ETIMEDOUT) when the timeout passed first;
+ * cb(arg, -ECANCELED) after syncmem_loop_abort() of a pending wait, or
+ * when the loop was freed first.
+ * Errors:
+ * -ETIMEDOUT: @timeout_ns is 0 and it cannot be taken now; nothing was
+ *	queued and @cb never runs.
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: the gate holds a value this library never writes.
+ */
+int syncmem_gate_wait_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				  struct syncmem_gate *g, int64_t timeout_ns, syncmem_wait_cb cb,
+				  void *arg, uint64_t *id_out);
+
+/*
  * Hand a gate to its oldest waiter, or open it when nobody waits.
  * Anyone may signal.
  *
@@ -902,6 +970,30 @@ int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s);
  */
 int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_sem *s, syncmem_wait_cb cb, void *arg);
+
+/*
+ * Take a unit from an event loop, bounded by a timeout and abortable.
+ * As syncmem_sem_wait_async(); @timeout_ns negative waits as long as it
+ * takes. *@id_out (may be NULL) names it for syncmem_loop_abort(); a unit
+ * handed to an aborted wait is posted again.
+ *
+ * Returns: 0: queued. cb(arg, 0) then runs with a unit taken;
+ * cb(arg, -ETIMEDOUT) when the timeout passed first; cb(arg, -ECANCELED)
+ * after syncmem_loop_abort() of a pending wait, or when the loop was
+ * freed first.
+ * Errors:
+ * -ETIMEDOUT: @timeout_ns is 0 and it cannot be taken now; nothing was
+ *	queued and @cb never runs.
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: the semaphore holds a value this library never writes.
+ */
+int syncmem_sem_wait_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				 struct syncmem_sem *s, int64_t timeout_ns, syncmem_wait_cb cb,
+				 void *arg, uint64_t *id_out);
 
 /*
  * Give a unit back: to the oldest waiter if one is queued, else counted.
@@ -1020,6 +1112,35 @@ int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region
 				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg);
 int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg);
+
+/*
+ * Read-lock or write-lock from an event loop, bounded by a timeout and
+ * abortable. As syncmem_rwlock_rdlock_async() and _wrlock_async(); the
+ * timeout covers the turnstile and, for a writer, the wait for the
+ * readers ahead of it. *@id_out (may be NULL; 0 when a read lock was
+ * taken at once) names it for syncmem_loop_abort(). A writer that times
+ * out or is aborted while it waits for readers lets the turnstile go.
+ *
+ * Returns: 0: queued. cb(arg, 0) or cb(arg, -EOWNERDEAD) then runs with
+ * the lock held; cb(arg, -ETIMEDOUT) when the timeout passed first;
+ * cb(arg, -ECANCELED) after syncmem_loop_abort() of a pending lock, or
+ * when the loop was freed first.
+ * Errors:
+ * -ETIMEDOUT: @timeout_ns is 0 and it cannot be taken now; nothing was
+ *	queued and @cb never runs.
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: the rwlock holds values this library never writes.
+ */
+int syncmem_rwlock_rdlock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				      struct syncmem_rwlock *rw, int64_t timeout_ns,
+				      syncmem_wait_cb cb, void *arg, uint64_t *id_out);
+int syncmem_rwlock_wrlock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				      struct syncmem_rwlock *rw, int64_t timeout_ns,
+				      syncmem_wait_cb cb, void *arg, uint64_t *id_out);
 
 /*
  * Release a reader-writer lock.
@@ -1194,6 +1315,32 @@ int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, cons
 int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			     struct syncmem_keyed *k, const void *key, size_t len,
 			     syncmem_wait_cb cb, void *arg);
+
+/*
+ * Lock a key from an event loop, bounded by a timeout and abortable.
+ * As syncmem_keyed_lock_async(); @timeout_ns negative waits as long as it
+ * takes. *@id_out (may be NULL) names it for syncmem_loop_abort().
+ *
+ * Returns: 0: queued. cb(arg, 0) or cb(arg, -EOWNERDEAD) then runs with
+ * the key held; cb(arg, -ETIMEDOUT) when the timeout passed first;
+ * cb(arg, -ECANCELED) after syncmem_loop_abort() of a pending lock, or
+ * when the loop was freed first.
+ * Errors:
+ * -ETIMEDOUT: @timeout_ns is 0 and it cannot be taken now; nothing was
+ *	queued and @cb never runs.
+ * -EINVAL: a NULL or misaligned argument; nothing was queued.
+ * -EBADF: @r is mapped read-only; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -ENOSPC: every entry of the table is in use; nothing was queued.
+ * -E2BIG: the key is too long; nothing was queued.
+ * -EUCLEAN: the table holds values this library never writes.
+ */
+int syncmem_keyed_lock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				   struct syncmem_keyed *k, const void *key, size_t len,
+				   int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+				   uint64_t *id_out);
 int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
 			  struct syncmem_keyed *k, const void *key, size_t len,
 			  void (*fn)(void *arg), void *arg);
@@ -1306,6 +1453,36 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_flight *f, const void *key, size_t len,
 			    syncmem_flight_fn fn, void *fn_arg, syncmem_flight_cb cb,
 			    void *cb_arg);
+
+/*
+ * Run or join a flight from an event loop, a follower bounded and abortable.
+ * As syncmem_flight_do_async(); a follower whose flight has not ended
+ * after @timeout_ns (negative: no limit) stops waiting, and so does one
+ * aborted with syncmem_loop_abort() of *@id_out (may be NULL); the flight
+ * goes on for the others. A leader is not bounded (its @fn runs from the
+ * loop), and syncmem_loop_abort() of it fails.
+ *
+ * Returns: 0: queued. cb(cb_arg, result, data, len) then runs once with
+ * the flight's outcome; cb(cb_arg, -ETIMEDOUT, NULL, 0) when a follower's
+ * timeout passed first; cb(cb_arg, -ECANCELED, NULL, 0) after an abort,
+ * or when the loop was freed first.
+ * Errors:
+ * -ETIMEDOUT: @timeout_ns is 0 and the call would follow a flight;
+ *	nothing was queued and @cb never runs.
+ * -EINVAL: a NULL argument; nothing was queued.
+ * -ENOSPC: the table is full; nothing was queued.
+ * -ENOMEM: no memory, or no free pool block for the result.
+ * -E2BIG: the key is too long.
+ * -EBADF: @r is mapped read-only.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: the table or the flight's entry holds values this library
+ *	never writes.
+ */
+int syncmem_flight_do_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				  struct syncmem_flight *f, const void *key, size_t len,
+				  syncmem_flight_fn fn, void *fn_arg, int64_t timeout_ns,
+				  syncmem_flight_cb cb, void *cb_arg, uint64_t *id_out);
 
 /*
  * Count the flights alive in a table.
@@ -1443,6 +1620,49 @@ void syncmem_locks_detach(struct syncmem_locks *m);
  */
 int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 			  unsigned flags, int64_t timeout_ns, struct syncmem_held **out);
+
+/*
+ * Request the lock of a name from an event loop, without blocking.
+ * The request joins the name's one FIFO queue with blocking requests; @cb
+ * runs exactly once, later, from the loop, never inside this call.
+ * Release a granted lock from any thread of the process. *@id_out (may be
+ * NULL) names the request for syncmem_locks_abort(); it waits as long as
+ * it takes unless aborted.
+ *
+ * Returns: 0. cb(arg, 0, h) then runs with @h the handle of the lock
+ * granted; cb(arg, -EOWNERDEAD, h) likewise, an exclusive holder having
+ * died holding it; cb(arg, -EBUSY, NULL) for IF_AVAILABLE when the name
+ * is not available; cb(arg, -ENOSPC, NULL) when the manager has no room;
+ * cb(arg, -ECANCELED, NULL) after syncmem_locks_abort(), or when the loop
+ * was freed first; cb(arg, -EUCLEAN or -ENOMEM, NULL) likewise.
+ * Errors:
+ * -EINVAL: NULL @loop, @m, @name or @cb, or what syncmem_locks_request()
+ *	refuses; @cb never runs.
+ * -ENAMETOOLONG: the name is longer than SYNCMEM_LOCKS_NAME_MAX bytes.
+ * -EBADF: the region is mapped read-only.
+ * -ENOMEM: no memory for the request; nothing was queued.
+ * -ECANCELED: syncmem_loop_free() began.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ */
+int syncmem_locks_request_async(struct syncmem_loop *loop, struct syncmem_locks *m,
+				const void *name, size_t len, unsigned flags,
+				syncmem_held_cb cb, void *arg, uint64_t *id_out);
+
+/*
+ * Abort a pending async request of @loop, from the thread that runs it.
+ * The request leaves its queue before this call returns, and the next
+ * request of the name is considered at once.
+ *
+ * Returns: 0 when it was pending: its callback then runs once, later,
+ * from the loop, with -ECANCELED.
+ * Errors:
+ * -ENOENT: it was granted already (the grant stands, its callback reports
+ *	it), or finished, or @loop has no such request.
+ * -EINVAL: @loop is NULL.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: the manager holds values this library never writes.
+ */
+int syncmem_locks_abort(struct syncmem_loop *loop, uint64_t id);
 
 /*
  * Release a granted lock and free its handle @h, whatever the result.

@@ -70,11 +70,15 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 }
 
 struct acquire_op {
+	struct syncmem__job job;	/* abortable while its wait is queued (id 0: never) */
 	struct syncmem__acq a;
 	struct syncmem_loop *loop;
 	struct syncmem_region *r;
 	syncmem_wait_cb cb;
 	void *arg;
+	uint64_t deadline;	/* absolute, or SYNCMEM_NO_DEADLINE */
+	uint64_t kid;		/* the id of its queued kernel wait */
+	bool aborted;		/* its callback reports -ECANCELED */
 };
 
 static void acquire_finish(struct acquire_op *op, int result)
@@ -82,6 +86,8 @@ static void acquire_finish(struct acquire_op *op, int result)
 	syncmem_wait_cb cb = op->cb;
 	void *arg = op->arg;
 
+	if (op->job.id)
+		syncmem__job_del(op->loop, &op->job);
 	free(op);
 	cb(arg, result);
 }
@@ -103,16 +109,19 @@ static int acquire_try(struct acquire_op *op)
 		if (ret)
 			return ret;
 		if (op->a.owner)
-			ret = syncmem__lock_wait_async(op->loop, op->r, op->a.word, expected,
-						       acquire_step, op);
+			ret = syncmem__lock_wait_async_until(op->loop, op->r, op->a.word, expected,
+							     op->deadline, acquire_step, op,
+							     &op->kid);
 		else
-			ret = syncmem__wait_async(op->loop, op->r, op->a.word, op->a.width,
-						  expected, SYNCMEM_FOREVER, acquire_step, op,
-						  true, NULL);
+			ret = syncmem__wait_async_until(op->loop, op->r, op->a.word, op->a.width,
+							expected, op->deadline, acquire_step, op,
+							&op->kid);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
 		if (ret == SYNCMEM_WAIT_OWNER_DIED)
 			return acquire_given(&op->a, ret) ? 2 : 1;
+		if (ret == SYNCMEM_WAIT_TIMED_OUT)
+			return -ETIMEDOUT;
 		if (syncmem__keeps_changing(ret, &changed))
 			ret = -EUCLEAN;
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
@@ -129,10 +138,24 @@ static void acquire_step(void *arg, int result)
 		acquire_finish(op, result == ACQ_TAKEN ? 0 : -EOWNERDEAD);
 		return;
 	}
+	if (op->aborted) {
+		/* What the kernel gave it meanwhile goes on to the next waiter. */
+		if (acquire_is_given(result)) {
+			acquire_given(&op->a, result);
+			op->a.ops->give_back(op->r, &op->a);
+		} else if (result == SYNCMEM_WAIT_WOKEN) {
+			/* Its wake-up meant: look again. Another waiter does. */
+			syncmem_notify(op->r, op->a.word, 1);
+		}
+		acquire_finish(op, -ECANCELED);
+		return;
+	}
 	if (acquire_is_given(result)) {
 		acquire_finish(op, acquire_given(&op->a, result));
 		return;
 	}
+	if (result == SYNCMEM_WAIT_TIMED_OUT)
+		result = -ETIMEDOUT;
 	if (result < 0) {
 		acquire_finish(op, result);
 		return;
@@ -142,8 +165,22 @@ static void acquire_step(void *arg, int result)
 		acquire_finish(op, ret == 2 ? -EOWNERDEAD : ret > 0 ? 0 : ret);
 }
 
+/* While its wait is queued: cancel it; what the wait got goes on (acquire_step()). */
+static int acquire_abort(struct syncmem__job *j)
+{
+	struct acquire_op *op = (struct acquire_op *)j;
+
+	if (op->aborted)
+		return -ENOENT;
+	op->aborted = true;
+	/* -ENOENT: its completion is on its way, and sees the mark. */
+	syncmem__loop_cancel(op->loop, op->kid);
+	return 0;
+}
+
 int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
-			   const struct syncmem__acq *a, syncmem_wait_cb cb, void *arg)
+			   const struct syncmem__acq *a, int64_t timeout_ns, syncmem_wait_cb cb,
+			   void *arg, uint64_t *id_out)
 {
 	struct acquire_op *op;
 	int ret;
@@ -157,10 +194,24 @@ int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	op = malloc(sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	*op = (struct acquire_op){ .a = *a, .loop = loop, .r = r, .cb = cb, .arg = arg };
+	*op = (struct acquire_op){ .a = *a, .loop = loop, .r = r, .cb = cb, .arg = arg,
+				   .deadline = syncmem__deadline(timeout_ns) };
+	if (id_out) {
+		/* An id first: nothing is taken that could not be aborted. */
+		ret = syncmem__job_add(loop, &op->job, SYNCMEM__JOB_ACQUIRE, acquire_abort);
+		if (ret) {
+			free(op);
+			return ret;
+		}
+	}
 	ret = acquire_try(op);
 	if (ret > 0) {
 		/* Taken at once; the callback still runs from the loop. */
+		if (op->job.id) {
+			*id_out = op->job.id;
+			syncmem__job_del(loop, &op->job);
+			op->job.id = 0;
+		}
 		ret = syncmem__loop_post(loop, acquire_step, op,
 					 ret == 2 ? ACQ_TAKEN_DEAD : ACQ_TAKEN);
 		if (!ret)
@@ -170,7 +221,13 @@ int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		free(op);
 		return ret;
 	}
-	if (ret < 0)
+	if (ret < 0) {
+		if (op->job.id)
+			syncmem__job_del(loop, &op->job);
 		free(op);
-	return ret;
+		return ret;
+	}
+	if (op->job.id)
+		*id_out = op->job.id;
+	return 0;
 }

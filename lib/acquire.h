@@ -45,9 +45,13 @@ int syncmem__acquire(struct syncmem_region *r, struct syncmem__acq *a, int64_t t
 
 /*
  * From the loop: cb(arg, 0) or cb(arg, -EOWNERDEAD) with the object taken,
- * or cb(arg, -errno).
+ * or cb(arg, -errno) (-ETIMEDOUT once @timeout_ns passed). With @id_out
+ * it can be aborted (syncmem_loop_abort()) while its wait is queued: *@id_out
+ * names it. -ETIMEDOUT at once (nothing queued, @cb never runs) when
+ * @timeout_ns is 0 and the object cannot be taken now.
  */
 int syncmem__acquire_async(struct syncmem_loop *loop, struct syncmem_region *r,
-			   const struct syncmem__acq *a, syncmem_wait_cb cb, void *arg);
+			   const struct syncmem__acq *a, int64_t timeout_ns, syncmem_wait_cb cb,
+			   void *arg, uint64_t *id_out);
 
 #endif /* SYNCMEM_ACQUIRE_H */

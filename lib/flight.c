@@ -490,11 +490,14 @@ int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const 
 
 /* An asynchronous call in progress. */
 struct flight_op {
+	struct syncmem__job job;	/* a follower's, abortable while it waits (id 0: none) */
+	struct syncmem_loop *loop;
 	struct flight_call c;
 	syncmem_flight_fn fn;
 	void *fn_arg;
 	syncmem_flight_cb cb;
 	void *cb_arg;
+	uint64_t kid;		/* a follower's queued wait */
 };
 
 /* From the loop: lead, or deliver what the wait brought. */
@@ -502,8 +505,13 @@ static void flight_op_step(void *arg, int result)
 {
 	struct flight_op *op = arg;
 	const void *data = NULL;
-	int ret = result;
+	int ret;
 
+	if (op->job.id)
+		syncmem__job_del(op->loop, &op->job);
+	if (result == SYNCMEM_WAIT_TIMED_OUT)
+		result = -ETIMEDOUT;
+	ret = result;
 	if (op->c.leader)
 		flight_lead(&op->c, op->fn, op->fn_arg);
 	if (op->c.leader || result >= 0)
@@ -513,10 +521,21 @@ static void flight_op_step(void *arg, int result)
 	free(op);
 }
 
-int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
-			    struct syncmem_flight *f, const void *key, size_t len,
-			    syncmem_flight_fn fn, void *fn_arg, syncmem_flight_cb cb,
-			    void *cb_arg)
+/*
+ * Abort a follower's wait: 0 (its callback reports -ECANCELED), or -ENOENT
+ * when the wait ended already (the flight's outcome is on its way).
+ */
+static int flight_op_abort(struct syncmem__job *j)
+{
+	struct flight_op *op = (struct flight_op *)j;
+
+	return syncmem__loop_cancel(op->loop, op->kid) ? -ENOENT : 0;
+}
+
+static int flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			   struct syncmem_flight *f, const void *key, size_t len,
+			   syncmem_flight_fn fn, void *fn_arg, int64_t timeout_ns,
+			   syncmem_flight_cb cb, void *cb_arg, uint64_t *id_out)
 {
 	struct flight_op *op;
 	int ret;
@@ -530,10 +549,23 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	op = malloc(sizeof(*op));
 	if (!op)
 		return -ENOMEM;
+	op->job.id = 0;
+	op->loop = loop;
+	if (id_out) {
+		/* An id first: a wait is never queued that could not be aborted. */
+		*id_out = 0;
+		ret = syncmem__job_add(loop, &op->job, SYNCMEM__JOB_ACQUIRE, flight_op_abort);
+		if (ret) {
+			free(op);
+			return ret;
+		}
+	}
 	ret = flight_call_init(&op->c, r, f, key, len);
 	if (!ret)
 		ret = flight_join(&op->c, key, len);
 	if (ret) {
+		if (op->job.id)
+			syncmem__job_del(loop, &op->job);
 		free(op);
 		return ret;
 	}
@@ -542,23 +574,55 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	op->cb = cb;
 	op->cb_arg = cb_arg;
 	if (!op->c.leader) {
-		ret = syncmem__wait_async(loop, r, &entry_flight(op->c.e)->done, 4,
-					  FLIGHT_GEN(op->c.running) | FLIGHT_RUNNING,
-					  SYNCMEM_FOREVER, flight_op_step, op,
-					  true, NULL);
-		if (ret == SYNCMEM_WAIT_QUEUED)
+		ret = syncmem__wait_async_until(loop, r, &entry_flight(op->c.e)->done, 4,
+						FLIGHT_GEN(op->c.running) | FLIGHT_RUNNING,
+						syncmem__deadline(timeout_ns), flight_op_step, op,
+						&op->kid);
+		if (ret == SYNCMEM_WAIT_QUEUED) {
+			if (id_out)
+				*id_out = op->job.id;
 			return 0;
+		}
+		if (ret == SYNCMEM_WAIT_TIMED_OUT)
+			ret = -ETIMEDOUT;
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
 			goto fail;
 	}
 	/* A leader runs from the loop; so does a follower whose flight ended. */
+	if (op->job.id) {
+		*id_out = op->job.id;	/* nothing to abort */
+		syncmem__job_del(loop, &op->job);
+		op->job.id = 0;
+	}
 	ret = syncmem__loop_post(loop, flight_op_step, op, 0);
 	if (!ret)
 		return 0;
 fail:
+	if (op->job.id)
+		syncmem__job_del(loop, &op->job);
 	if (op->c.leader)
 		flight_lead(&op->c, fn, fn_arg);	/* followers must not hang */
 	flight_put(&op->c);
 	free(op);
 	return ret < 0 ? ret : -EIO;
+}
+
+int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			    struct syncmem_flight *f, const void *key, size_t len,
+			    syncmem_flight_fn fn, void *fn_arg, syncmem_flight_cb cb,
+			    void *cb_arg)
+{
+	return flight_do_async(loop, r, f, key, len, fn, fn_arg, SYNCMEM_FOREVER, cb, cb_arg,
+			       NULL);
+}
+
+int syncmem_flight_do_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				  struct syncmem_flight *f, const void *key, size_t len,
+				  syncmem_flight_fn fn, void *fn_arg, int64_t timeout_ns,
+				  syncmem_flight_cb cb, void *cb_arg, uint64_t *id_out)
+{
+	uint64_t id;
+
+	return flight_do_async(loop, r, f, key, len, fn, fn_arg, timeout_ns, cb, cb_arg,
+			       id_out ? id_out : &id);
 }

@@ -152,8 +152,9 @@ int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t 
 	return err ? err : syncmem__acquire(r, &a, timeout_ns);
 }
 
-int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
-			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg)
+static int gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			   struct syncmem_gate *g, int64_t timeout_ns, syncmem_wait_cb cb,
+			   void *arg, uint64_t *id_out)
 {
 	struct syncmem__acq a;
 	int err;
@@ -161,7 +162,22 @@ int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	if (!loop || !cb)
 		return -EINVAL;
 	err = gate_acq(r, g, true, &a);
-	return err ? err : syncmem__acquire_async(loop, r, &a, cb, arg);
+	return err ? err : syncmem__acquire_async(loop, r, &a, timeout_ns, cb, arg, id_out);
+}
+
+int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg)
+{
+	return gate_wait_async(loop, r, g, SYNCMEM_FOREVER, cb, arg, NULL);
+}
+
+int syncmem_gate_wait_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				  struct syncmem_gate *g, int64_t timeout_ns, syncmem_wait_cb cb,
+				  void *arg, uint64_t *id_out)
+{
+	uint64_t id;
+
+	return gate_wait_async(loop, r, g, timeout_ns, cb, arg, id_out ? id_out : &id);
 }
 
 int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g)

@@ -64,6 +64,13 @@ bool syncmem__idmap_contains(const struct idmap *m, uint64_t id)
 	return find(m, id) != SIZE_MAX;
 }
 
+void *syncmem__idmap_arg(const struct idmap *m, uint64_t id)
+{
+	size_t i = find(m, id);
+
+	return i == SIZE_MAX ? NULL : m->slots[i].arg;
+}
+
 /* Empty slot @i and shift later members of its probe run back into it. */
 static void erase(struct idmap *m, size_t i)
 {

@@ -30,6 +30,8 @@ void syncmem__idmap_insert(struct idmap *m, const struct idmap_entry *e);
 /* Remove @id, copying it to @out; false if absent. */
 bool syncmem__idmap_remove(struct idmap *m, uint64_t id, struct idmap_entry *out);
 bool syncmem__idmap_contains(const struct idmap *m, uint64_t id);
+/* The arg of @id's entry, or NULL if absent. */
+void *syncmem__idmap_arg(const struct idmap *m, uint64_t id);
 /* Remove any one entry into @out; false when empty. */
 bool syncmem__idmap_pop(struct idmap *m, struct idmap_entry *out);
 void syncmem__idmap_free(struct idmap *m);

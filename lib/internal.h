@@ -142,6 +142,25 @@ int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r
 			     void *arg);
 
 /*
+ * The same two with an absolute deadline (SYNCMEM_NO_DEADLINE: none) and
+ * raw results; *@id_out (may be NULL) names the queued wait for
+ * syncmem__loop_cancel(). A deadline already passed: SYNCMEM_WAIT_TIMED_OUT,
+ * nothing queued.
+ */
+int syncmem__wait_async_until(struct syncmem_loop *loop, struct syncmem_region *r,
+			      const void *addr, uint32_t width, uint64_t expected,
+			      uint64_t deadline_ns, syncmem_wait_cb cb, void *arg, uint64_t *id_out);
+int syncmem__lock_wait_async_until(struct syncmem_loop *loop, struct syncmem_region *r,
+				   const uint64_t *addr, uint64_t expected, uint64_t deadline_ns,
+				   syncmem_wait_cb cb, void *arg, uint64_t *id_out);
+
+/*
+ * Cancel the queued wait @id of @loop: 0 (its callback gets -ECANCELED),
+ * -ENOENT when it is not queued (its completion is on its way, or done).
+ */
+int syncmem__loop_cancel(struct syncmem_loop *loop, uint64_t id);
+
+/*
  * One LOCK_WAIT ioctl as @owner (SYNCMEM_WAIT_* @flags): SYNCMEM_WAIT_*
  * (OWNER_DIED included) or -errno.
  */
@@ -163,6 +182,38 @@ int syncmem__handoff(struct syncmem_region *r, void *addr, uint32_t width,
  * callback asks first, so that it takes nothing it could not deliver.
  */
 int syncmem__loop_check(const struct syncmem_loop *loop);
+
+/*
+ * An async acquisition that its loop may abort while it is pending: the
+ * loop keeps it under an id of its own (ids of waits and of jobs never
+ * meet), so a loop aborts only its own.
+ */
+struct syncmem__job {
+	uint64_t id;
+	unsigned int kind;	/* SYNCMEM__JOB_*: which call may abort it */
+	/*
+	 * Abort it (from the loop's thread): 0 if it was pending (its
+	 * callback reports -ECANCELED, later, from the loop), -ENOENT if it
+	 * was acquired (its callback is due) or aborted already, or -errno.
+	 */
+	int (*abort)(struct syncmem__job *j);
+};
+
+enum {
+	SYNCMEM__JOB_LOCKS = 1,		/* syncmem_locks_request_async() */
+	SYNCMEM__JOB_ACQUIRE = 2,	/* the lock family's timed async acquisitions */
+};
+
+/* Give @j a new id of @loop and keep it under that id: 0, or -ENOMEM. */
+int syncmem__job_add(struct syncmem_loop *loop, struct syncmem__job *j, unsigned int kind,
+		     int (*abort)(struct syncmem__job *j));
+/* Forget @j (its id stays spent). */
+void syncmem__job_del(struct syncmem_loop *loop, struct syncmem__job *j);
+/* The job of @loop with @id and @kind (0: any kind), or NULL. */
+struct syncmem__job *syncmem__job_find(struct syncmem_loop *loop, uint64_t id,
+				       unsigned int kind);
+/* 0, -EINVAL (NULL), -EBADFD (in a process forked from its maker). */
+int syncmem__loop_usable(const struct syncmem_loop *loop);
 
 /*
  * Run cb(arg, @result) later from the loop: queued in the loop, or through

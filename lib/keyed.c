@@ -680,6 +680,7 @@ int syncmem_keyed_held(struct syncmem_region *r, struct syncmem_keyed *k)
 
 /* An asynchronous keyed lock (or execute) in progress. */
 struct keyed_op {
+	struct syncmem__job job;	/* abortable while pending (id 0: never) */
 	struct syncmem_loop *loop;
 	struct syncmem_region *r;
 	struct keytab_view v;	/* validated when the call was made */
@@ -688,6 +689,8 @@ struct keyed_op {
 	void (*fn)(void *arg);
 	void *arg;
 	uint32_t tries;
+	uint64_t deadline;	/* of its waits for the key, or SYNCMEM_NO_DEADLINE */
+	uint64_t inner;		/* the job id of its pending lock of the entry (0: none) */
 	struct keytab_key k;
 };
 
@@ -698,6 +701,8 @@ static void keyed_op_done(struct keyed_op *op, int result)
 {
 	struct keyed_op o = *op;
 
+	if (op->job.id)
+		syncmem__job_del(op->loop, &op->job);
 	free(op);
 	result = keyed_result(result);
 	if (result && result != -EOWNERDEAD) {
@@ -727,6 +732,7 @@ static void keyed_op_locked(void *arg, int result)
 	struct keyed_op *op = arg;
 	int ours;
 
+	op->inner = 0;
 	if (result && result != -EOWNERDEAD) {
 		keyed_op_done(op, result);
 		return;
@@ -754,13 +760,29 @@ static int keyed_op_start(struct keyed_op *op)
 	int taken, ret = keyed_enter(op->r, &op->v, &op->k, SYNCMEM_FOREVER, false, &op->e,
 				     &taken);
 
-	return ret ? ret : syncmem_lock_async(op->loop, op->r, entry_lock(op->e),
-					      keyed_op_locked, op);
+	if (ret)
+		return ret;
+	if (!op->job.id)
+		return syncmem_lock_async(op->loop, op->r, entry_lock(op->e), keyed_op_locked, op);
+	return syncmem_lock_async_timed(op->loop, op->r, entry_lock(op->e),
+					syncmem__remaining(op->deadline), keyed_op_locked, op,
+					&op->inner);
+}
+
+/* Abort: its pending lock of the entry, which calls back -ECANCELED. */
+static int keyed_op_abort(struct syncmem__job *j)
+{
+	struct keyed_op *op = (struct keyed_op *)j;
+	struct syncmem__job *in = syncmem__job_find(op->loop, op->inner, SYNCMEM__JOB_ACQUIRE);
+
+	/* None: the key's lock was taken, its callback is due. */
+	return in ? in->abort(in) : -ENOENT;
 }
 
 static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_keyed *k, const void *key, size_t len,
-		       syncmem_wait_cb cb, void (*fn)(void *), void *arg)
+		       syncmem_wait_cb cb, void (*fn)(void *), void *arg, int64_t timeout_ns,
+		       uint64_t *id_out)
 {
 	struct keyed_op *op;
 	struct keytab_view v;
@@ -779,10 +801,22 @@ static int keyed_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	if (!op)
 		return -ENOMEM;
 	*op = (struct keyed_op){ .loop = loop, .r = r, .v = v, .cb = cb, .fn = fn, .arg = arg,
-				 .k = kk };
+				 .k = kk, .deadline = syncmem__deadline(timeout_ns) };
+	if (id_out) {
+		ret = syncmem__job_add(loop, &op->job, SYNCMEM__JOB_ACQUIRE, keyed_op_abort);
+		if (ret) {
+			free(op);
+			return ret;
+		}
+	}
 	ret = keyed_result(keyed_op_start(op));
-	if (ret)
+	if (ret) {
+		if (op->job.id)
+			syncmem__job_del(loop, &op->job);
 		free(op);
+	} else if (id_out) {
+		*id_out = op->job.id;
+	}
 	return ret;
 }
 
@@ -790,7 +824,20 @@ int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r
 			     struct syncmem_keyed *k, const void *key, size_t len,
 			     syncmem_wait_cb cb, void *arg)
 {
-	return keyed_async(loop, r, k, key, len, cb, NULL, arg);
+	return keyed_async(loop, r, k, key, len, cb, NULL, arg, SYNCMEM_FOREVER, NULL);
+}
+
+int syncmem_keyed_lock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				   struct syncmem_keyed *k, const void *key, size_t len,
+				   int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+				   uint64_t *id_out)
+{
+	uint64_t id;
+
+	if (!cb)
+		return -EINVAL;
+	return keyed_async(loop, r, k, key, len, cb, NULL, arg, timeout_ns,
+			   id_out ? id_out : &id);
 }
 
 int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -799,5 +846,5 @@ int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
 {
 	if (!fn)
 		return -EINVAL;
-	return keyed_async(loop, r, k, key, len, NULL, fn, arg);
+	return keyed_async(loop, r, k, key, len, NULL, fn, arg, SYNCMEM_FOREVER, NULL);
 }

@@ -518,6 +518,7 @@ int syncmem_lock_consistent(struct syncmem_region *r, struct syncmem_lock *l)
 
 /* An asynchronous acquisition in progress. */
 struct lock_op {
+	struct syncmem__job job;	/* abortable while its wait is queued (id 0: never) */
 	struct syncmem_loop *loop;
 	struct syncmem_region *r;
 	struct syncmem_lock *l;
@@ -525,8 +526,11 @@ struct lock_op {
 	void (*fn)(void *arg);	/* execute_locked */
 	void *arg;
 	uint64_t id;		/* the process's owner id */
+	uint64_t deadline;	/* absolute, or SYNCMEM_NO_DEADLINE */
+	uint64_t kid;		/* the id of its queued kernel wait */
 	int wakeups;
 	bool starving;
+	bool aborted;		/* its callback reports -ECANCELED */
 };
 
 /* The execute-style calls running their function on this thread, innermost first. */
@@ -577,6 +581,8 @@ void syncmem__execute_release(struct syncmem_region *r, struct syncmem_lock *l, 
 /* @result: 0 or -EOWNERDEAD with the lock held, else the error. */
 static void lock_op_finish(struct lock_op *op, int result)
 {
+	if (op->job.id)
+		syncmem__job_del(op->loop, &op->job);
 	stop_starving(op->l, &op->starving);
 	if (op->fn) {
 		/* Held: fn runs. Else there is nobody to tell: fn does not run. */
@@ -606,11 +612,11 @@ static int lock_op_try(struct lock_op *op)
 		ret = lock_step(op->l, op->id, false, &sleep_on);
 		if (ret)
 			return ret;
-		ret = syncmem__lock_wait_async(op->loop, op->r, &op->l->word, sleep_on,
-					       lock_op_step, op);
+		ret = syncmem__lock_wait_async_until(op->loop, op->r, &op->l->word, sleep_on,
+						     op->deadline, lock_op_step, op, &op->kid);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
-		if (ret == SYNCMEM_WAIT_OWNER_DIED)
+		if (ret == SYNCMEM_WAIT_OWNER_DIED || ret == SYNCMEM_WAIT_TIMED_OUT)
 			return lock_wait_result(op->l, ret);
 		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
 			return ret < 0 ? ret : -EIO;
@@ -631,10 +637,25 @@ static void lock_op_step(void *arg, int result)
 	struct lock_op *op = arg;
 	int ret;
 
+	if (op->aborted) {
+		/* A lock the kernel gave it meanwhile goes on to the next locker. */
+		ret = lock_wait_result(op->l, result);
+		if (ret == 1)
+			syncmem_unlock(op->r, op->l);
+		else if (ret == 2)
+			syncmem__lock_abandon(op->r, op->l);
+		else if (result == SYNCMEM_WAIT_WOKEN)
+			/* The unlock that woke it counted on it to look again: pass that on. */
+			syncmem_notify(op->r, &op->l->word, 1);
+		lock_op_finish(op, -ECANCELED);
+		return;
+	}
 	if (result == SYNCMEM_WAIT_HANDED_OFF || result == SYNCMEM_WAIT_OWNER_DIED) {
 		lock_op_finish(op, taken_result(lock_wait_result(op->l, result)));
 		return;
 	}
+	if (result == SYNCMEM_WAIT_TIMED_OUT)
+		result = -ETIMEDOUT;
 	if (result < 0) {
 		lock_op_finish(op, result);
 		return;
@@ -663,9 +684,22 @@ static void lock_op_taken(void *arg, int result)
 	lock_op_finish(arg, result);
 }
 
+/* While its wait is queued: cancel it; what the wait got goes on (lock_op_step()). */
+static int lock_op_abort(struct syncmem__job *j)
+{
+	struct lock_op *op = (struct lock_op *)j;
+
+	if (op->aborted)
+		return -ENOENT;
+	op->aborted = true;
+	/* -ENOENT: its completion is on its way, and sees the mark. */
+	syncmem__loop_cancel(op->loop, op->kid);
+	return 0;
+}
+
 static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		      struct syncmem_lock *l, syncmem_wait_cb cb, void (*fn)(void *),
-		      void *arg)
+		      void *arg, int64_t timeout_ns, uint64_t *id_out)
 {
 	struct lock_op *op;
 	int64_t id;
@@ -686,7 +720,15 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	if (!op)
 		return -ENOMEM;
 	*op = (struct lock_op){ .loop = loop, .r = r, .l = l, .cb = cb, .fn = fn, .arg = arg,
-				.id = (uint64_t)id };
+				.id = (uint64_t)id, .deadline = syncmem__deadline(timeout_ns) };
+	if (id_out) {
+		/* An id first: nothing is taken that could not be aborted. */
+		ret = syncmem__job_add(loop, &op->job, SYNCMEM__JOB_ACQUIRE, lock_op_abort);
+		if (ret) {
+			free(op);
+			return ret;
+		}
+	}
 	/*
 	 * A free word (0: nobody waits) is taken as the blocking fast path
 	 * takes it, without the waiters bit, so that its unlock needs no
@@ -701,6 +743,11 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		/* Taken at once; the callback still runs from the loop. */
 		int taken = ret;
 
+		if (op->job.id) {
+			*id_out = op->job.id;
+			syncmem__job_del(loop, &op->job);
+			op->job.id = 0;
+		}
 		ret = syncmem__loop_post(loop, lock_op_taken, op, taken_result(taken));
 		if (ret) {
 			if (taken == 2)
@@ -711,15 +758,32 @@ static int lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		}
 		return ret;
 	}
-	if (ret < 0)
+	if (ret < 0) {
+		if (op->job.id)
+			syncmem__job_del(loop, &op->job);
 		free(op);
-	return ret;
+		return ret;
+	}
+	if (op->job.id)
+		*id_out = op->job.id;
+	return 0;
 }
 
 int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg)
 {
-	return lock_async(loop, r, l, cb, NULL, arg);
+	return lock_async(loop, r, l, cb, NULL, arg, SYNCMEM_FOREVER, NULL);
+}
+
+int syncmem_lock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+			     struct syncmem_lock *l, int64_t timeout_ns, syncmem_wait_cb cb,
+			     void *arg, uint64_t *id_out)
+{
+	uint64_t id;
+
+	if (!cb)
+		return -EINVAL;
+	return lock_async(loop, r, l, cb, NULL, arg, timeout_ns, id_out ? id_out : &id);
 }
 
 int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -727,5 +791,5 @@ int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
 {
 	if (!fn)
 		return -EINVAL;
-	return lock_async(loop, r, l, NULL, fn, arg);
+	return lock_async(loop, r, l, NULL, fn, arg, SYNCMEM_FOREVER, NULL);
 }

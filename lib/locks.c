@@ -1578,17 +1578,19 @@ static void forget(struct syncmem_locks *m, const uint64_t *dead, size_t nd, boo
  */
 static int sweep(struct syncmem_locks *m, bool take_cached)
 {
-	size_t cap = (size_t)m->max_reqs + (size_t)LD(&m->h->used_cells) * LOCKS_SLOTS, n = 0, nd = 0;
-	uint64_t *ids = malloc(sizeof(*ids) * (cap ? cap : 1)), *dead;
+	/* Bounded before it sizes anything: a peer may have written any count. */
 	uint32_t used = LD(&m->h->used_cells);
+	size_t cap, n = 0, nd = 0;
+	uint64_t *ids, *dead;
 	int ret = 0;
 
-	/* Ids sorted: the dead ones, written over the front, stay sorted. */
-
-	if (!ids)
-		return -ENOMEM;
 	if (used > m->max_names)
 		used = m->max_names;
+	cap = (size_t)m->max_reqs + (size_t)used * LOCKS_SLOTS;
+	/* Ids sorted: the dead ones, written over the front, stay sorted. */
+	ids = malloc(sizeof(*ids) * cap);
+	if (!ids)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < m->max_reqs && n < cap; i++) {
 		if (LD(&m->reqs[i].state) != REQ_FREE)
 			ids[n++] = norm_id(LD(&m->reqs[i].client));
@@ -1704,7 +1706,7 @@ static void held_fill(struct syncmem_locks *m, struct syncmem_held *h, uint32_t 
  * The fast path: a recently used name, nothing queued or changing, no
  * conflicting hold. 1 granted (*@out), 0 take the slow path, -errno.
  */
-static int fast_request(struct syncmem_locks *m, const struct locks_ask *a,
+int syncmem__locks_fast(struct syncmem_locks *m, const struct locks_ask *a,
 			struct syncmem_held **out)
 {
 	uint64_t me = syncmem__process_owner_cached();
@@ -2091,6 +2093,38 @@ int syncmem__locks_give_up(struct syncmem_locks *m, uint32_t ri, int err,
 	return err;
 }
 
+int syncmem__locks_cancel(struct syncmem_locks *m, uint32_t ri)
+{
+	struct locks_req *r = &m->reqs[ri];
+	struct locks_cell *c = cell_at(m, LD(&r->cell) + 1);
+	int ret;
+
+	if (!c)
+		return -EUCLEAN;
+	ret = cell_lock(m, c);
+	if (ret)
+		return ret;
+	if (LD(&r->state) != REQ_PENDING) {
+		cell_unlock(m, c);
+		return -ENOENT;		/* granted: the grant stands */
+	}
+	ST(&r->state, (uint32_t)REQ_TAKEN);
+	if (list_remove(m, &c->qhead, &c->qtail, r))
+		cell_rebuild(m, c);
+	/* The next request of the name is considered at once. */
+	cell_settle(m, c);
+	cell_unlock(m, c);
+	/* Its own wait (the caller's), woken to learn it. */
+	if (__atomic_exchange_n(&r->word, 0ull, __ATOMIC_ACQ_REL) & WAITERS)
+		syncmem_notify(m->r, &r->word, SYNCMEM_ALL);
+	return 0;
+}
+
+void syncmem__locks_drop(struct syncmem_locks *m, uint32_t ri)
+{
+	req_put(m, ri, syncmem__process_owner_cached());
+}
+
 int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 			  unsigned flags, int64_t timeout_ns, struct syncmem_held **out)
 {
@@ -2109,7 +2143,7 @@ int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 	if (ret)
 		return ret;
 	if (!(flags & SYNCMEM_LOCKS_STEAL)) {
-		ret = fast_request(m, &a, out);
+		ret = syncmem__locks_fast(m, &a, out);
 		if (ret)
 			return ret > 0 ? 0 : ret;
 	}

@@ -204,6 +204,20 @@ int syncmem__locks_woken(struct syncmem_locks *m, uint32_t req, uint64_t expect,
 int syncmem__locks_give_up(struct syncmem_locks *m, uint32_t req, int err,
 			   struct syncmem_held **h, bool *died);
 
+/* The fast path: 1 granted (*@h set), 0 take the slow path, or -errno. */
+int syncmem__locks_fast(struct syncmem_locks *m, const struct locks_ask *a,
+			struct syncmem_held **h);
+
+/*
+ * Take pending req @req out of its queue (the next request is considered
+ * at once) and wake its wait: 0, and the req is the caller's to drop once
+ * that wait has ended; -ENOENT when it was granted already; -errno.
+ */
+int syncmem__locks_cancel(struct syncmem_locks *m, uint32_t req);
+
+/* Give back req @req, the caller's, queued no more and holding nothing. */
+void syncmem__locks_drop(struct syncmem_locks *m, uint32_t req);
+
 /* This process's owner id for @m's calls, or -errno. */
 int64_t syncmem__locks_me(struct syncmem_locks *m);
 

@@ -71,6 +71,7 @@ struct syncmem_loop {
 	bool read_armed;
 	uint64_t last_id;
 	struct idmap pending;	/* wait id -> callback */
+	struct idmap jobs;	/* job id -> its syncmem__job (abortable acquisitions) */
 	uint32_t process;	/* syncmem__process_gen() of its maker */
 	struct loop_due *due;	/* FIFO: [due_head, due_count) still to run */
 	size_t due_head, due_count, due_cap;
@@ -417,13 +418,13 @@ size_t syncmem_loop_pending(const struct syncmem_loop *loop)
 
 static int wait_async_flags(struct syncmem_loop *loop, struct syncmem_region *r,
 			    const void *addr, uint32_t width, uint64_t expected,
-			    int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
+			    uint64_t deadline_ns, syncmem_wait_cb cb, void *arg,
 			    bool raw, uint64_t *id_out, uint32_t flags)
 {
 	struct syncmem_wait_async w = {
 		.size = width,
 		.expected = expected,
-		.deadline_ns = syncmem__deadline(timeout_ns),
+		.deadline_ns = deadline_ns,
 		.flags = flags,
 	};
 	struct idmap_entry e;
@@ -458,13 +459,21 @@ int syncmem__wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
 			bool raw, uint64_t *id_out)
 {
-	return wait_async_flags(loop, r, addr, width, expected, timeout_ns, cb, arg, raw,
+	return wait_async_flags(loop, r, addr, width, expected, syncmem__deadline(timeout_ns),
+				cb, arg, raw, id_out, 0);
+}
+
+int syncmem__wait_async_until(struct syncmem_loop *loop, struct syncmem_region *r,
+			      const void *addr, uint32_t width, uint64_t expected,
+			      uint64_t deadline_ns, syncmem_wait_cb cb, void *arg, uint64_t *id_out)
+{
+	return wait_async_flags(loop, r, addr, width, expected, deadline_ns, cb, arg, true,
 				id_out, 0);
 }
 
-int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
-			     const uint64_t *addr, uint64_t expected, syncmem_wait_cb cb,
-			     void *arg)
+int syncmem__lock_wait_async_until(struct syncmem_loop *loop, struct syncmem_region *r,
+				   const uint64_t *addr, uint64_t expected, uint64_t deadline_ns,
+				   syncmem_wait_cb cb, void *arg, uint64_t *id_out)
 {
 	int64_t id;
 	int err = syncmem__loop_check(loop);
@@ -475,8 +484,16 @@ int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r
 	id = syncmem__process_owner(loop->handle);
 	if (id < 0)
 		return (int)id;
-	return wait_async_flags(loop, r, addr, 8, expected, SYNCMEM_FOREVER, cb, arg, true,
-				NULL, SYNCMEM_WAIT_ASYNC_OWNER);
+	return wait_async_flags(loop, r, addr, 8, expected, deadline_ns, cb, arg, true,
+				id_out, SYNCMEM_WAIT_ASYNC_OWNER);
+}
+
+int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			     const uint64_t *addr, uint64_t expected, syncmem_wait_cb cb,
+			     void *arg)
+{
+	return syncmem__lock_wait_async_until(loop, r, addr, expected, SYNCMEM_NO_DEADLINE, cb,
+					      arg, NULL);
 }
 
 /* Queue a due callback in the loop's memory: 0 or -ENOMEM. */
@@ -545,6 +562,15 @@ int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
 				   id_out);
 }
 
+int syncmem__loop_cancel(struct syncmem_loop *loop, uint64_t id)
+{
+	struct syncmem_cancel c = { .user_data = id };
+
+	if (!syncmem__idmap_contains(&loop->pending, id))
+		return -ENOENT;
+	return syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &c);
+}
+
 int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id)
 {
 	struct syncmem_cancel c = { .user_data = id };
@@ -558,12 +584,62 @@ int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id)
 	return syncmem__ioctl(loop->handle, SYNCMEM_IOC_CANCEL, &c);
 }
 
+/* ---- Jobs: async acquisitions a loop may abort while they are pending ---- */
+
+int syncmem__loop_usable(const struct syncmem_loop *loop)
+{
+	return loop_usable(loop);
+}
+
+int syncmem__job_add(struct syncmem_loop *loop, struct syncmem__job *j, unsigned int kind,
+		     int (*abort)(struct syncmem__job *j))
+{
+	struct idmap_entry e;
+	int ret = syncmem__idmap_reserve(&loop->jobs);
+
+	if (ret)
+		return ret;
+	j->id = ++loop->last_id;
+	j->kind = kind;
+	j->abort = abort;
+	e = (struct idmap_entry){ .id = j->id, .arg = j };
+	syncmem__idmap_insert(&loop->jobs, &e);
+	return 0;
+}
+
+void syncmem__job_del(struct syncmem_loop *loop, struct syncmem__job *j)
+{
+	struct idmap_entry e;
+
+	syncmem__idmap_remove(&loop->jobs, j->id, &e);
+}
+
+struct syncmem__job *syncmem__job_find(struct syncmem_loop *loop, uint64_t id,
+				       unsigned int kind)
+{
+	struct syncmem__job *j = syncmem__idmap_arg(&loop->jobs, id);
+
+	return j && (!kind || j->kind == kind) ? j : NULL;
+}
+
+int syncmem_loop_abort(struct syncmem_loop *loop, uint64_t id)
+{
+	struct syncmem__job *j;
+	int err = loop_usable(loop);
+
+	if (err)
+		return err;
+	j = syncmem__job_find(loop, id, 0);
+	return j ? j->abort(j) : -ENOENT;
+}
+
 static void loop_release(struct syncmem_loop *loop)
 {
 	close(loop->handle);
 	close(loop->efd);
 	io_uring_queue_exit(&loop->ring);
 	syncmem__idmap_free(&loop->pending);
+	syncmem__idmap_free(&loop->jobs);
 	free(loop->due);
 	free(loop);
 }

@@ -924,6 +924,7 @@ int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw)
 
 /* An asynchronous rdlock or wrlock in progress. */
 struct rw_op {
+	struct syncmem__job job;	/* abortable while pending (id 0: never) */
 	struct syncmem_loop *loop;
 	struct syncmem_region *r;
 	struct syncmem_rwlock *rw;
@@ -933,10 +934,19 @@ struct rw_op {
 	int died;		/* the turnstile's last holder died writing */
 	uint32_t slot;		/* a writer: the slot it drains */
 	uint32_t changed;	/* its waits that found the word changed, in a row */
+	int64_t timeout_ns;	/* of its turnstile lock */
+	uint64_t deadline;	/* of its drain waits, or SYNCMEM_NO_DEADLINE */
+	uint64_t inner;		/* its turnstile lock's job id (0: none pending) */
+	uint64_t kid;		/* its queued drain wait */
+	bool writer;
+	bool draining;		/* a writer past the turnstile */
+	bool aborted;		/* its callback reports -ECANCELED */
 };
 
 static void rw_op_free(struct rw_op *op)
 {
+	if (op->job.id)
+		syncmem__job_del(op->loop, &op->job);
 	free(op->hold);
 	free(op);
 }
@@ -946,8 +956,40 @@ static void rw_op_finish(struct rw_op *op, int result)
 	syncmem_wait_cb cb = op->cb;
 	void *arg = op->arg;
 
+	/* Aborted: what it took meanwhile is let go (a death told to nobody). */
+	if (op->aborted) {
+		if (result == 0 || result == -EOWNERDEAD)
+			syncmem_rwlock_unlock(op->r, op->rw);
+		result = -ECANCELED;
+	}
 	rw_op_free(op);
 	cb(arg, result);
+}
+
+/* Abort: its turnstile lock (which calls back -ECANCELED) or its drain wait. */
+static int rw_op_abort(struct syncmem__job *j)
+{
+	struct rw_op *op = (struct rw_op *)j;
+	struct syncmem__job *in;
+
+	if (op->aborted)
+		return -ENOENT;
+	if (op->draining) {
+		op->aborted = true;
+		/* -ENOENT: its completion is on its way, and sees the mark. */
+		syncmem__loop_cancel(op->loop, op->kid);
+		return 0;
+	}
+	in = syncmem__job_find(op->loop, op->inner, SYNCMEM__JOB_ACQUIRE);
+	if (in) {
+		op->aborted = true;
+		return in->abort(in);
+	}
+	/* Through the turnstile, its callback due: a reader is in, a writer is not yet. */
+	if (!op->writer)
+		return -ENOENT;
+	op->aborted = true;
+	return 0;
 }
 
 /* The process holds the turnstile for @op's lock: unlock must know. */
@@ -960,7 +1002,10 @@ static void rw_op_hold(struct rw_op *op)
 static void rd_turnstile_passed(void *arg, int result)
 {
 	struct rw_op *op = arg;
-	int died = turnstile_taken(op->r, op->rw, result);
+	int died;
+
+	op->inner = 0;
+	died = turnstile_taken(op->r, op->rw, result);
 
 	if (died >= 0) {
 		result = reader_through(op->r, op->rw, died);
@@ -994,10 +1039,14 @@ static void wr_drain(struct rw_op *op)
 			op->changed = 0;
 			continue;
 		}
-		ret = syncmem__lock_wait_async(op->loop, op->r, &s->owner, expected,
-					       wr_drain_step, op);
+		ret = syncmem__lock_wait_async_until(op->loop, op->r, &s->owner, expected,
+						     op->deadline, wr_drain_step, op, &op->kid);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return;
+		if (ret == SYNCMEM_WAIT_TIMED_OUT) {
+			ret = -ETIMEDOUT;
+			break;
+		}
 		if (syncmem__keeps_changing(ret, &op->changed)) {
 			ret = -EUCLEAN;		/* the word keeps changing under us */
 			break;
@@ -1020,8 +1069,11 @@ static void wr_drain(struct rw_op *op)
 static void wr_drain_step(void *arg, int result)
 {
 	struct rw_op *op = arg;
-	int ret = slot_waited(op->r, &op->rw->slot[op->slot], result);
+	int ret = result == SYNCMEM_WAIT_TIMED_OUT ? -ETIMEDOUT :
+		  slot_waited(op->r, &op->rw->slot[op->slot], result);
 
+	if (!ret && op->aborted)
+		ret = -ECANCELED;
 	if (ret) {
 		writer_abandon(op->r, op->rw);
 		rw_op_finish(op, ret < 0 ? ret : -EIO);
@@ -1034,6 +1086,7 @@ static void wr_turnstile_passed(void *arg, int result)
 {
 	struct rw_op *op = arg;
 
+	op->inner = 0;
 	result = op->died = turnstile_taken(op->r, op->rw, result);
 	if (result < 0) {
 		writer_unannounce(op->rw);
@@ -1043,27 +1096,46 @@ static void wr_turnstile_passed(void *arg, int result)
 	/* Sequentially consistent: the handshake at the top. Held, then unannounced. */
 	__atomic_fetch_or(&op->rw->closed, RW_HELD, __ATOMIC_SEQ_CST);
 	writer_unannounce(op->rw);
+	op->draining = true;
+	if (op->aborted) {
+		writer_abandon(op->r, op->rw);
+		rw_op_finish(op, -ECANCELED);
+		return;
+	}
 	wr_drain(op);
 }
 
 static struct rw_op *rw_op_new(struct syncmem_loop *loop, struct syncmem_region *r,
-			       struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg)
+			       struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg,
+			       int64_t timeout_ns, bool abortable)
 {
 	struct rw_op *op = malloc(sizeof(*op));
 
 	if (!op)
 		return NULL;
 	*op = (struct rw_op){ .loop = loop, .r = r, .rw = rw, .cb = cb, .arg = arg,
-			      .hold = async_hold_new() };
-	if (!op->hold) {
+			      .hold = async_hold_new(), .timeout_ns = timeout_ns,
+			      .deadline = syncmem__deadline(timeout_ns) };
+	if (!op->hold || (abortable && syncmem__job_add(loop, &op->job, SYNCMEM__JOB_ACQUIRE,
+							rw_op_abort))) {
 		rw_op_free(op);
 		return NULL;
 	}
 	return op;
 }
 
-int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
-				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg)
+/* Queue @op for the turnstile: 0, or -errno (@op is the caller's still). */
+static int rw_op_turnstile(struct rw_op *op, syncmem_wait_cb passed)
+{
+	if (!op->job.id)
+		return syncmem_lock_async(op->loop, op->r, &op->rw->turnstile, passed, op);
+	return syncmem_lock_async_timed(op->loop, op->r, &op->rw->turnstile, op->timeout_ns,
+					passed, op, &op->inner);
+}
+
+static int rdlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			struct syncmem_rwlock *rw, int64_t timeout_ns, syncmem_wait_cb cb,
+			void *arg, uint64_t *id_out)
 {
 	struct rw_op *op;
 	int ret;
@@ -1083,19 +1155,39 @@ int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region
 		ret = syncmem__loop_post(loop, cb, arg, 0);
 		if (ret)
 			reader_leave(r, rw);
+		else if (id_out)
+			*id_out = 0;	/* acquired: nothing to abort */
 		return ret;
 	}
-	op = rw_op_new(loop, r, rw, cb, arg);
+	op = rw_op_new(loop, r, rw, cb, arg, timeout_ns, id_out);
 	if (!op)
 		return -ENOMEM;
-	ret = syncmem_lock_async(loop, r, &rw->turnstile, rd_turnstile_passed, op);
+	ret = rw_op_turnstile(op, rd_turnstile_passed);
 	if (ret)
 		rw_op_free(op);
+	else if (id_out)
+		*id_out = op->job.id;
 	return ret;
 }
 
-int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg)
+{
+	return rdlock_async(loop, r, rw, SYNCMEM_FOREVER, cb, arg, NULL);
+}
+
+int syncmem_rwlock_rdlock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				      struct syncmem_rwlock *rw, int64_t timeout_ns,
+				      syncmem_wait_cb cb, void *arg, uint64_t *id_out)
+{
+	uint64_t id;
+
+	return rdlock_async(loop, r, rw, timeout_ns, cb, arg, id_out ? id_out : &id);
+}
+
+static int wrlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+			struct syncmem_rwlock *rw, int64_t timeout_ns, syncmem_wait_cb cb,
+			void *arg, uint64_t *id_out)
 {
 	struct rw_op *op;
 	int ret;
@@ -1107,14 +1199,32 @@ int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region
 		ret = syncmem__loop_check(loop);	/* before the writer is announced */
 	if (ret)
 		return ret;
-	op = rw_op_new(loop, r, rw, cb, arg);
+	op = rw_op_new(loop, r, rw, cb, arg, timeout_ns, id_out);
 	if (!op)
 		return -ENOMEM;
+	op->writer = true;
 	writer_announce(rw);
-	ret = syncmem_lock_async(loop, r, &rw->turnstile, wr_turnstile_passed, op);
+	ret = rw_op_turnstile(op, wr_turnstile_passed);
 	if (ret) {
 		writer_unannounce(rw);
 		rw_op_free(op);
+	} else if (id_out) {
+		*id_out = op->job.id;
 	}
 	return ret;
+}
+
+int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
+				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg)
+{
+	return wrlock_async(loop, r, rw, SYNCMEM_FOREVER, cb, arg, NULL);
+}
+
+int syncmem_rwlock_wrlock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				      struct syncmem_rwlock *rw, int64_t timeout_ns,
+				      syncmem_wait_cb cb, void *arg, uint64_t *id_out)
+{
+	uint64_t id;
+
+	return wrlock_async(loop, r, rw, timeout_ns, cb, arg, id_out ? id_out : &id);
 }

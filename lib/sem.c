@@ -158,7 +158,19 @@ int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	struct syncmem__acq a;
 	int err = sem_acq(r, s, &a);
 
-	return err ? err : syncmem__acquire_async(loop, r, &a, cb, arg);
+	return err ? err : syncmem__acquire_async(loop, r, &a, SYNCMEM_FOREVER, cb, arg, NULL);
+}
+
+int syncmem_sem_wait_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
+				 struct syncmem_sem *s, int64_t timeout_ns, syncmem_wait_cb cb,
+				 void *arg, uint64_t *id_out)
+{
+	struct syncmem__acq a;
+	uint64_t id;
+	int err = sem_acq(r, s, &a);
+
+	return err ? err : syncmem__acquire_async(loop, r, &a, timeout_ns, cb, arg,
+						  id_out ? id_out : &id);
 }
 
 int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s)
