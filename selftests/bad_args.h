@@ -88,6 +88,13 @@ static void bad_args_cb(void *arg, int result)
 	(void)result;
 }
 
+static void bad_args_held_cb(void *arg, int result, struct syncmem_held *h)
+{
+	(void)arg;
+	(void)result;
+	(void)h;
+}
+
 static void bad_args_fn(void *arg)
 {
 	(void)arg;
@@ -181,6 +188,8 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	X("syncmem_wait_async64(cb)", 1, -EINVAL, \
 	  syncmem_wait_async64(BA_L, BA_R, BA_W64, 1, -1, NULL, NULL, NULL)) \
 	X("syncmem_wait_cancel(loop)", 0, -EINVAL, syncmem_wait_cancel(NULL, 1)) \
+	X("syncmem_loop_abort(loop)", 0, -EINVAL, syncmem_loop_abort(NULL, 1)) \
+	X("syncmem_loop_abort(id)", 1, -ENOENT, syncmem_loop_abort(BA_L, 0)) \
 	/* The pool */ \
 	X("syncmem_pool_init(mem)", 0, -EINVAL, \
 	  syncmem_pool_init(NULL, c->pool_len, 64, 4, &(struct syncmem_pool *){ NULL })) \
@@ -231,6 +240,14 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	X("syncmem_lock_async(l)", 1, -EINVAL, syncmem_lock_async(BA_L, BA_R, NULL, bad_args_cb, NULL)) \
 	X("syncmem_lock_async(cb)", 1, -EINVAL, \
 	  syncmem_lock_async(BA_L, BA_R, &BA_O->lock, NULL, NULL)) \
+	X("syncmem_lock_async_timed(loop)", 0, -EINVAL, syncmem_lock_async_timed(NULL, BA_R, \
+	  &BA_O->lock, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_lock_async_timed(r)", 1, -EINVAL, syncmem_lock_async_timed(BA_L, NULL, \
+	  &BA_O->lock, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_lock_async_timed(l)", 1, -EINVAL, syncmem_lock_async_timed(BA_L, BA_R, NULL, \
+	  0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_lock_async_timed(cb)", 1, -EINVAL, syncmem_lock_async_timed(BA_L, BA_R, \
+	  &BA_O->lock, 0, NULL, NULL, NULL)) \
 	X("syncmem_execute_locked(loop)", 0, -EINVAL, \
 	  syncmem_execute_locked(NULL, BA_R, &BA_O->lock, bad_args_fn, NULL)) \
 	X("syncmem_execute_locked(r)", 1, -EINVAL, \
@@ -252,6 +269,12 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	  syncmem_gate_wait_async(BA_L, BA_R, NULL, bad_args_cb, NULL)) \
 	X("syncmem_gate_wait_async(cb)", 1, -EINVAL, \
 	  syncmem_gate_wait_async(BA_L, BA_R, &BA_O->gate, NULL, NULL)) \
+	X("syncmem_gate_wait_async_timed(loop)", 0, -EINVAL, syncmem_gate_wait_async_timed(NULL, \
+	  BA_R, &BA_O->gate, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_gate_wait_async_timed(g)", 1, -EINVAL, syncmem_gate_wait_async_timed(BA_L, \
+	  BA_R, NULL, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_gate_wait_async_timed(cb)", 1, -EINVAL, syncmem_gate_wait_async_timed(BA_L, \
+	  BA_R, &BA_O->gate, 0, NULL, NULL, NULL)) \
 	X("syncmem_gate_signal(r)", 0, -EINVAL, syncmem_gate_signal(NULL, &BA_O->gate)) \
 	X("syncmem_gate_signal(g)", 0, -EINVAL, syncmem_gate_signal(BA_R, NULL)) \
 	/* Semaphores */ \
@@ -270,6 +293,12 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	  syncmem_sem_wait_async(BA_L, BA_R, NULL, bad_args_cb, NULL)) \
 	X("syncmem_sem_wait_async(cb)", 1, -EINVAL, \
 	  syncmem_sem_wait_async(BA_L, BA_R, &BA_O->sem, NULL, NULL)) \
+	X("syncmem_sem_wait_async_timed(loop)", 0, -EINVAL, syncmem_sem_wait_async_timed(NULL, \
+	  BA_R, &BA_O->sem, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_sem_wait_async_timed(s)", 1, -EINVAL, syncmem_sem_wait_async_timed(BA_L, \
+	  BA_R, NULL, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_sem_wait_async_timed(cb)", 1, -EINVAL, syncmem_sem_wait_async_timed(BA_L, \
+	  BA_R, &BA_O->sem, 0, NULL, NULL, NULL)) \
 	X("syncmem_sem_post(r)", 0, -EINVAL, syncmem_sem_post(NULL, &BA_O->sem)) \
 	X("syncmem_sem_post(s)", 0, -EINVAL, syncmem_sem_post(BA_R, NULL)) \
 	X("syncmem_sem_value(s)", 0, 0, BA_LONG(syncmem_sem_value(NULL))) \
@@ -299,6 +328,14 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	  syncmem_rwlock_rdlock_async(BA_L, BA_R, &BA_O->rw, NULL, NULL)) \
 	X("syncmem_rwlock_wrlock_async(loop)", 0, -EINVAL, \
 	  syncmem_rwlock_wrlock_async(NULL, BA_R, &BA_O->rw, bad_args_cb, NULL)) \
+	X("syncmem_rwlock_wrlock_async_timed(loop)", 0, -EINVAL, \
+	  syncmem_rwlock_wrlock_async_timed(NULL, BA_R, &BA_O->rw, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_rwlock_wrlock_async_timed(cb)", 1, -EINVAL, \
+	  syncmem_rwlock_wrlock_async_timed(BA_L, BA_R, &BA_O->rw, 0, NULL, NULL, NULL)) \
+	X("syncmem_rwlock_rdlock_async_timed(loop)", 0, -EINVAL, \
+	  syncmem_rwlock_rdlock_async_timed(NULL, BA_R, &BA_O->rw, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_rwlock_rdlock_async_timed(rw)", 1, -EINVAL, \
+	  syncmem_rwlock_rdlock_async_timed(BA_L, BA_R, NULL, 0, bad_args_cb, NULL, NULL)) \
 	X("syncmem_rwlock_wrlock_async(r)", 1, -EINVAL, \
 	  syncmem_rwlock_wrlock_async(BA_L, NULL, &BA_O->rw, bad_args_cb, NULL)) \
 	X("syncmem_rwlock_wrlock_async(rw)", 1, -EINVAL, \
@@ -331,6 +368,10 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	X("syncmem_keyed_unlock(key)", 0, -EINVAL, syncmem_keyed_unlock(BA_R, c->k, NULL, 1)) \
 	X("syncmem_keyed_lock_async(loop)", 0, -EINVAL, \
 	  syncmem_keyed_lock_async(NULL, BA_R, c->k, "k", 1, bad_args_cb, NULL)) \
+	X("syncmem_keyed_lock_async_timed(loop)", 0, -EINVAL, syncmem_keyed_lock_async_timed( \
+	  NULL, BA_R, c->k, "k", 1, 0, bad_args_cb, NULL, NULL)) \
+	X("syncmem_keyed_lock_async_timed(cb)", 1, -EINVAL, syncmem_keyed_lock_async_timed( \
+	  BA_L, BA_R, c->k, "k", 1, 0, NULL, NULL, NULL)) \
 	X("syncmem_keyed_lock_async(r)", 1, -EINVAL, \
 	  syncmem_keyed_lock_async(BA_L, NULL, c->k, "k", 1, bad_args_cb, NULL)) \
 	X("syncmem_keyed_lock_async(k)", 1, -EINVAL, \
@@ -379,6 +420,10 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	  syncmem_flight_do(BA_R, c->f, "k", 1, bad_args_flight_fn, NULL, NULL, 16)) \
 	X("syncmem_flight_do_async(loop)", 0, -EINVAL, syncmem_flight_do_async(NULL, BA_R, c->f, \
 	  "k", 1, bad_args_flight_fn, NULL, bad_args_flight_cb, NULL)) \
+	X("syncmem_flight_do_async_timed(loop)", 0, -EINVAL, syncmem_flight_do_async_timed(NULL, \
+	  BA_R, c->f, "k", 1, bad_args_flight_fn, NULL, 0, bad_args_flight_cb, NULL, NULL)) \
+	X("syncmem_flight_do_async_timed(cb)", 1, -EINVAL, syncmem_flight_do_async_timed(BA_L, \
+	  BA_R, c->f, "k", 1, bad_args_flight_fn, NULL, 0, NULL, NULL, NULL)) \
 	X("syncmem_flight_do_async(r)", 1, -EINVAL, syncmem_flight_do_async(BA_L, NULL, c->f, \
 	  "k", 1, bad_args_flight_fn, NULL, bad_args_flight_cb, NULL)) \
 	X("syncmem_flight_do_async(f)", 1, -EINVAL, syncmem_flight_do_async(BA_L, BA_R, NULL, \
@@ -409,6 +454,17 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	  syncmem_locks_request(c->locks, NULL, 1, 0, 0, &(struct syncmem_held *){ NULL })) \
 	X("syncmem_locks_request(out)", 0, -EINVAL, \
 	  syncmem_locks_request(c->locks, "n", 1, 0, 0, NULL)) \
+	X("syncmem_locks_request_async(loop)", 0, -EINVAL, syncmem_locks_request_async(NULL, \
+	  c->locks, "n", 1, 0, bad_args_held_cb, NULL, NULL)) \
+	X("syncmem_locks_request_async(m)", 1, -EINVAL, syncmem_locks_request_async(BA_L, \
+	  NULL, "n", 1, 0, bad_args_held_cb, NULL, NULL)) \
+	X("syncmem_locks_request_async(name)", 1, -EINVAL, syncmem_locks_request_async(BA_L, \
+	  c->locks, NULL, 1, 0, bad_args_held_cb, NULL, NULL)) \
+	X("syncmem_locks_request_async(cb)", 1, -EINVAL, syncmem_locks_request_async(BA_L, \
+	  c->locks, "n", 1, 0, NULL, NULL, NULL)) \
+	X("syncmem_locks_request_async(id_out) may be NULL", 1, 0, syncmem_locks_request_async( \
+	  BA_L, c->locks, "n", 1, 0, bad_args_held_cb, NULL, NULL)) \
+	X("syncmem_locks_abort(loop)", 0, -EINVAL, syncmem_locks_abort(NULL, 1)) \
 	X("syncmem_locks_release(h)", 0, -EINVAL, syncmem_locks_release(NULL)) \
 	X("syncmem_locks_stolen(h)", 0, 0, syncmem_locks_stolen(NULL)) \
 	/* Introspection */ \

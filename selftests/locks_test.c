@@ -907,6 +907,428 @@ TEST(locks_query_on_a_read_only_view)
 	syncmem_close(rw);
 }
 
+/* What an async request's callback saw. */
+struct acb {
+	int calls;
+	int result;
+	struct syncmem_held *h;
+};
+
+static void acb_cb(void *arg, int result, struct syncmem_held *h)
+{
+	struct acb *a = arg;
+
+	a->calls++;
+	a->result = result;
+	a->h = h;
+}
+
+/*
+ * Run @loop for about @ns: the callbacks it ran (a pending request's own
+ * wake-ups, which look again and sleep, count too: a few at most).
+ */
+static int run_for(struct syncmem_loop *loop, int64_t ns)
+{
+	int64_t end = now_ns() + ns;
+	int ran = 0;
+
+	while (now_ns() < end)
+		ran += syncmem_loop_run_once(loop, 10 * MS);
+	return ran;
+}
+
+/* Run @loop until @a's callback ran (10 s at most): 1 if it did. */
+static int run_until(struct syncmem_loop *loop, struct acb *a)
+{
+	for (int i = 0; i < 1000 && !a->calls; i++)
+		syncmem_loop_run_once(loop, 10 * MS);
+	return a->calls > 0;
+}
+
+TEST_F(locks, async_outcomes_come_through_the_callback_once)
+{
+	struct syncmem_loop *loop;
+	struct acb a = { 0 }, b = { 0 }, c = { 0 };
+	char big[SYNCMEM_LOCKS_NAME_MAX + 1];
+	uint64_t id = 0;
+	pid_t holder;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	/* Bad arguments: at once, the callback never runs. */
+	memset(big, 'n', sizeof(big));
+	EXPECT_EQ(-EINVAL, syncmem_locks_request_async(NULL, self->m, "x", 1, 0, acb_cb, &a, &id));
+	EXPECT_EQ(-EINVAL, syncmem_locks_request_async(loop, NULL, "x", 1, 0, acb_cb, &a, &id));
+	EXPECT_EQ(-EINVAL, syncmem_locks_request_async(loop, self->m, NULL, 1, 0, acb_cb, &a, &id));
+	EXPECT_EQ(-EINVAL, syncmem_locks_request_async(loop, self->m, "x", 1, 0, NULL, &a, &id));
+	EXPECT_EQ(-EINVAL, syncmem_locks_request_async(loop, self->m, "-x", 2, 0, acb_cb, &a, &id));
+	EXPECT_EQ(-EINVAL, syncmem_locks_request_async(loop, self->m, "x", 1, 0x10, acb_cb, &a,
+						       &id));
+	EXPECT_EQ(-ENAMETOOLONG, syncmem_locks_request_async(loop, self->m, big, sizeof(big), 0,
+							     acb_cb, &a, &id));
+	EXPECT_EQ(0, syncmem_loop_run_once(loop, 0));
+	EXPECT_EQ(0, a.calls);
+
+	/* Free: granted, reported from the loop, not inside the call. */
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "x", 1, 0, acb_cb, &a, NULL));
+	EXPECT_EQ(0, a.calls);
+	ASSERT_EQ(1, run_until(loop, &a));
+	EXPECT_EQ(0, a.result);
+	ASSERT_NE(NULL, a.h);
+	/* The grant stands: abort says -ENOENT. */
+	/* Busy with IF_AVAILABLE: -EBUSY through the callback. */
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "x", 1, SYNCMEM_LOCKS_IF_AVAILABLE,
+						 acb_cb, &b, &id));
+	EXPECT_EQ(-ENOENT, syncmem_locks_abort(loop, id));
+	ASSERT_EQ(1, run_until(loop, &b));
+	EXPECT_EQ(-EBUSY, b.result);
+	EXPECT_EQ(NULL, b.h);
+	EXPECT_EQ(0, syncmem_locks_release(a.h));
+
+	/* Queued behind another process; its death is reported. */
+	holder = holder_dies(self->m, self->sh, 0, "y", 0, true);
+	ASSERT_LT(0, holder);
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "y", 1, SYNCMEM_LOCKS_SHARED,
+						 acb_cb, &c, &id));
+	EXPECT_GT(3, run_for(loop, 100 * MS));
+	EXPECT_EQ(0, c.calls);
+	EXPECT_EQ(1, region_waiters(self->r));
+	kill(holder, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(holder));
+	ASSERT_EQ(1, run_until(loop, &c));
+	EXPECT_EQ(-EOWNERDEAD, c.result);
+	ASSERT_NE(NULL, c.h);
+	EXPECT_EQ(0, syncmem_locks_release(c.h));
+	EXPECT_EQ(-ENOENT, syncmem_locks_abort(loop, id));
+	EXPECT_EQ(-EINVAL, syncmem_locks_abort(NULL, id));
+	EXPECT_EQ(-ENOENT, syncmem_locks_abort(loop, 123456789));
+	syncmem_loop_free(loop);
+	EXPECT_EQ(1, a.calls);
+	EXPECT_EQ(1, b.calls);
+	EXPECT_EQ(1, c.calls);
+}
+
+TEST_F(locks, abort_a_pending_request)
+{
+	struct syncmem_loop *loop, *other;
+	struct acb a = { 0 }, b = { 0 };
+	struct syncmem_held *h;
+	uint64_t id = 0, id2 = 0;
+	pid_t c;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, syncmem_loop_new(&other));
+	/* We hold "z" shared; A (ours, exclusive) queues; C (shared) queues behind A. */
+	ASSERT_EQ(0, req(self->m, "z", SYNCMEM_LOCKS_SHARED, -1, &h));
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "z", 1, 0, acb_cb, &a, &id));
+	EXPECT_NE(0, id);
+	ASSERT_EQ(1, await_waiters(self->r, 1));
+	c = queue_client(self->r, self->m, self->sh, 1, "z", SYNCMEM_LOCKS_SHARED, 1, 2);
+	ASSERT_LT(0, c);
+	/* Only its own loop may abort it. */
+	EXPECT_EQ(-ENOENT, syncmem_locks_abort(other, id));
+	/* Aborted: C, compatible with our share, is granted at once. */
+	ASSERT_EQ(0, syncmem_locks_abort(loop, id));
+	EXPECT_EQ(0, a.calls);
+	EXPECT_EQ(0, wait_exit(c));
+	EXPECT_EQ(2, atomic_load(&self->sh->seq));
+	EXPECT_EQ(-ENOENT, syncmem_locks_abort(loop, id));
+	ASSERT_EQ(1, run_until(loop, &a));
+	EXPECT_EQ(-ECANCELED, a.result);
+	EXPECT_EQ(NULL, a.h);
+	EXPECT_EQ(0, syncmem_loop_run_once(loop, 20 * MS));
+	EXPECT_EQ(1, a.calls);
+	EXPECT_EQ(0, region_waiters(self->r));
+
+	/* Granted before its callback ran: abort is -ENOENT, the callback says 0. */
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "z", 1, 0, acb_cb, &b, &id2));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	EXPECT_EQ(-ENOENT, syncmem_locks_abort(loop, id2));
+	ASSERT_EQ(1, run_until(loop, &b));
+	EXPECT_EQ(0, b.result);
+	ASSERT_NE(NULL, b.h);
+	EXPECT_EQ(0, syncmem_locks_release(b.h));
+	syncmem_loop_free(other);
+	syncmem_loop_free(loop);
+	EXPECT_EQ(1, a.calls);
+	EXPECT_EQ(1, b.calls);
+	ASSERT_EQ(0, req(self->m, "z", SYNCMEM_LOCKS_IF_AVAILABLE, -1, &h));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+}
+
+TEST_F(locks, loop_free_ends_pending_requests_once)
+{
+	struct syncmem_loop *loop;
+	struct acb a = { 0 }, b = { 0 };
+	struct syncmem_held *h;
+	pid_t holder;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	holder = holder_dies(self->m, self->sh, 0, "f1", 0, true);
+	ASSERT_LT(0, holder);
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "f1", 2, 0, acb_cb, &a, NULL));
+	/* Granted at once, its callback not run yet. */
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "f2", 2, 0, acb_cb, &b, NULL));
+	syncmem_loop_free(loop);
+	EXPECT_EQ(1, a.calls);
+	EXPECT_EQ(-ECANCELED, a.result);
+	EXPECT_EQ(1, b.calls);
+	EXPECT_EQ(0, b.result);
+	ASSERT_NE(NULL, b.h);
+	EXPECT_EQ(0, syncmem_locks_release(b.h));
+	/* Nothing of the cancelled request stays queued. */
+	EXPECT_EQ(0, region_waiters(self->r));
+	kill(holder, SIGKILL);
+	wait_exit(holder);
+	ASSERT_EQ(-EOWNERDEAD, req(self->m, "f1", SYNCMEM_LOCKS_IF_AVAILABLE, -1, &h));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+}
+
+/* Record the arrival of @id (async grants run from the loop). */
+struct order_cb {
+	struct acb a;
+	struct lshared *sh;
+	int id;
+};
+
+static void order_cb_cb(void *arg, int result, struct syncmem_held *h)
+{
+	struct order_cb *o = arg;
+
+	acb_cb(&o->a, result, h);
+	if (!result)
+		arrived(o->sh, o->id);
+}
+
+TEST_F(locks, async_keeps_its_place_among_blocking_requests)
+{
+	struct syncmem_loop *loop;
+	struct order_cb o = { .sh = self->sh, .id = 2 };
+	struct syncmem_held *h;
+	pid_t b, c;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, req(self->m, "o", 0, -1, &h));
+	/* Queued in this order: B (blocking), A (ours, async), C (blocking, shared). */
+	b = queue_client(self->r, self->m, self->sh, 1, "o", 0, 20, 1);
+	ASSERT_LT(0, b);
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "o", 1, 0, order_cb_cb, &o, NULL));
+	ASSERT_EQ(1, await_waiters(self->r, 2));
+	c = queue_client(self->r, self->m, self->sh, 3, "o", SYNCMEM_LOCKS_SHARED, 1, 3);
+	ASSERT_LT(0, c);
+	EXPECT_GT(3, run_for(loop, 100 * MS));
+	EXPECT_EQ(0, o.a.calls);
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	ASSERT_EQ(1, run_until(loop, &o.a));
+	ASSERT_EQ(0, o.a.result);
+	/* C waits for A's release, though A's process did not block. */
+	usleep(30000);
+	EXPECT_EQ(3, atomic_load(&self->sh->seq));
+	arrived(self->sh, 102);
+	EXPECT_EQ(0, syncmem_locks_release(o.a.h));
+	EXPECT_EQ(0, wait_exit(b));
+	EXPECT_EQ(0, wait_exit(c));
+	ASSERT_EQ(6, atomic_load(&self->sh->seq));
+	EXPECT_EQ(1, self->sh->order[0]);
+	EXPECT_EQ(101, self->sh->order[1]);
+	EXPECT_EQ(2, self->sh->order[2]);
+	EXPECT_EQ(102, self->sh->order[3]);
+	EXPECT_EQ(3, self->sh->order[4]);
+	syncmem_loop_free(loop);
+	EXPECT_EQ(1, o.a.calls);
+}
+
+TEST_F(locks, async_shared_joins_the_shared_group)
+{
+	struct syncmem_loop *loop;
+	struct order_cb o = { .sh = self->sh, .id = 2 };
+	struct syncmem_held *h;
+	pid_t s, e;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, req(self->m, "g", 0, -1, &h));
+	/* S (blocking shared, holds 300 ms), A (ours, async shared), E (exclusive). */
+	s = queue_client(self->r, self->m, self->sh, 1, "g", SYNCMEM_LOCKS_SHARED, 300, 1);
+	ASSERT_LT(0, s);
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "g", 1, SYNCMEM_LOCKS_SHARED,
+						 order_cb_cb, &o, NULL));
+	ASSERT_EQ(1, await_waiters(self->r, 2));
+	e = queue_client(self->r, self->m, self->sh, 3, "g", 0, 1, 3);
+	ASSERT_LT(0, e);
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	/* Granted with S, while S still holds it. */
+	ASSERT_EQ(1, run_until(loop, &o.a));
+	ASSERT_EQ(0, o.a.result);
+	/* S was granted too (its process may run after our callback), and still holds it. */
+	ASSERT_EQ(1, await_flag(&self->sh->seq, 2));
+	EXPECT_EQ(2, atomic_load(&self->sh->seq));
+	EXPECT_EQ(0, syncmem_locks_stolen(o.a.h));
+	/* E waits for both: S leaves first, then us. */
+	ASSERT_EQ(1, await_flag(&self->sh->seq, 3));
+	usleep(30000);
+	EXPECT_EQ(3, atomic_load(&self->sh->seq));
+	arrived(self->sh, 102);
+	EXPECT_EQ(0, syncmem_locks_release(o.a.h));
+	EXPECT_EQ(0, wait_exit(s));
+	EXPECT_EQ(0, wait_exit(e));
+	ASSERT_EQ(6, atomic_load(&self->sh->seq));
+	EXPECT_EQ(101, self->sh->order[2]);
+	EXPECT_EQ(102, self->sh->order[3]);
+	EXPECT_EQ(3, self->sh->order[4]);
+	syncmem_loop_free(loop);
+}
+
+TEST_F(locks, async_steal_and_stolen)
+{
+	struct syncmem_loop *loop;
+	struct acb a = { 0 }, b = { 0 };
+	struct syncmem_held *h;
+	pid_t holder, w;
+
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	/* Held by another process, a request queued: an async steal goes ahead of it. */
+	holder = fork();
+	ASSERT_LE(0, holder);
+	if (holder == 0) {
+		if (req(self->m, "st", 0, -1, &h))
+			_exit(10);
+		atomic_store(&self->sh->ready[0], 1);
+		await_flag(&self->sh->go, 1);
+		if (syncmem_locks_stolen(h) != 1)
+			_exit(11);
+		_exit(syncmem_locks_release(h) == -ECONNABORTED ? 0 : 12);
+	}
+	ASSERT_EQ(1, await_flag(&self->sh->ready[0], 1));
+	w = queue_client(self->r, self->m, self->sh, 1, "st", 0, 1, 1);
+	ASSERT_LT(0, w);
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "st", 2, SYNCMEM_LOCKS_STEAL,
+						 acb_cb, &a, NULL));
+	ASSERT_EQ(1, run_until(loop, &a));
+	ASSERT_EQ(0, a.result);
+	atomic_store(&self->sh->go, 1);
+	EXPECT_EQ(0, wait_exit(holder));
+	usleep(30000);
+	EXPECT_EQ(0, atomic_load(&self->sh->seq));
+	/* Our async grant is stolen in turn by a blocking steal. */
+	ASSERT_EQ(0, req(self->m, "st", SYNCMEM_LOCKS_STEAL, -1, &h));
+	EXPECT_EQ(1, syncmem_locks_stolen(a.h));
+	EXPECT_EQ(-ECONNABORTED, syncmem_locks_release(a.h));
+	/* A pending async request is not a holder: a steal leaves it queued. */
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "st", 2, 0, acb_cb, &b, NULL));
+	EXPECT_GT(3, run_for(loop, 100 * MS));
+	EXPECT_EQ(0, b.calls);
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	/* W was ahead of it. */
+	EXPECT_EQ(0, wait_exit(w));
+	ASSERT_EQ(1, run_until(loop, &b));
+	EXPECT_EQ(0, b.result);
+	EXPECT_EQ(2, atomic_load(&self->sh->seq));
+	EXPECT_EQ(0, syncmem_locks_release(b.h));
+	syncmem_loop_free(loop);
+}
+
+TEST_F(locks, async_requests_in_query_and_abort)
+{
+	struct syncmem_lock_info held[4], pending[4];
+	size_t nh = 4, np = 4;
+	struct syncmem_loop *loop;
+	struct acb a = { 0 }, b = { 0 };
+	uint64_t me = 0, ida, idb;
+	pid_t s;
+
+	ASSERT_EQ(0, syncmem_pool_self_id(&me));
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	s = sitter(self->m, self->sh, 0, "qa", 0);
+	ASSERT_EQ(1, await_flag(&self->sh->ready[0], 1));
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "qa", 2, SYNCMEM_LOCKS_SHARED,
+						 acb_cb, &a, &ida));
+	ASSERT_EQ(0, syncmem_locks_request_async(loop, self->m, "qa", 2, 0, acb_cb, &b, &idb));
+	EXPECT_NE(ida, idb);
+	ASSERT_EQ(0, syncmem_locks_query(self->m, held, &nh, pending, &np));
+	ASSERT_EQ(1, nh);
+	ASSERT_EQ(2, np);
+	EXPECT_TRUE(info_is(&held[0], "qa", 0, s, self->sh->when[0]));
+	EXPECT_TRUE(info_is(&pending[0], "qa", SYNCMEM_LOCKS_SHARED, getpid(), me));
+	EXPECT_TRUE(info_is(&pending[1], "qa", 0, getpid(), me));
+	/* Aborted: gone from the queue at once, its callback later. */
+	ASSERT_EQ(0, syncmem_locks_abort(loop, ida));
+	EXPECT_EQ(-ENOENT, syncmem_locks_abort(loop, ida));
+	nh = np = 4;
+	ASSERT_EQ(0, syncmem_locks_query(self->m, held, &nh, pending, &np));
+	ASSERT_EQ(1, np);
+	EXPECT_TRUE(info_is(&pending[0], "qa", 0, getpid(), me));
+	EXPECT_EQ(0, a.calls);
+	ASSERT_EQ(1, run_until(loop, &a));
+	EXPECT_EQ(-ECANCELED, a.result);
+	/* The holder dies: ours is granted and told. */
+	kill(s, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(s));
+	ASSERT_EQ(1, run_until(loop, &b));
+	EXPECT_EQ(-EOWNERDEAD, b.result);
+	nh = np = 4;
+	ASSERT_EQ(0, syncmem_locks_query(self->m, held, &nh, pending, &np));
+	ASSERT_EQ(1, nh);
+	EXPECT_EQ(0, np);
+	EXPECT_TRUE(info_is(&held[0], "qa", 0, getpid(), me));
+	EXPECT_EQ(-ENOENT, syncmem_locks_abort(loop, idb));
+	EXPECT_EQ(0, syncmem_locks_release(b.h));
+	syncmem_loop_free(loop);
+	EXPECT_EQ(1, a.calls);
+	EXPECT_EQ(1, b.calls);
+}
+
+/* A child whose loop requests @name and sits: holding it (@hold), or queued. */
+static pid_t async_sitter(struct syncmem_locks *m, struct lshared *sh, int id, const char *name)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct syncmem_loop *loop;
+		struct acb a = { 0 };
+
+		if (syncmem_loop_new(&loop) ||
+		    syncmem_locks_request_async(loop, m, name, strlen(name), 0, acb_cb, &a, NULL))
+			_exit(10);
+		atomic_store(&sh->ready[id], 1);
+		for (;;) {
+			syncmem_loop_run_once(loop, 100 * MS);
+			if (a.calls)
+				atomic_store(&sh->ready[id], a.result ? 3 : 2);
+		}
+	}
+	return pid;
+}
+
+TEST_F(locks, killed_async_holders_and_requesters)
+{
+	struct syncmem_held *h;
+	pid_t a, c, k;
+
+	/* A process whose async request is pending dies: it vanishes. */
+	ASSERT_EQ(0, req(self->m, "k", 0, -1, &h));
+	a = async_sitter(self->m, self->sh, 0, "k");
+	ASSERT_LT(0, a);
+	ASSERT_EQ(1, await_waiters(self->r, 1));
+	c = queue_client(self->r, self->m, self->sh, 1, "k", 0, 1, 2);
+	ASSERT_LT(0, c);
+	kill(a, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(a));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	EXPECT_EQ(0, wait_exit(c));
+	EXPECT_EQ(2, atomic_load(&self->sh->seq));
+	EXPECT_EQ(0, region_waiters(self->r));
+
+	/* A process holding through its loop dies: the next request is told. */
+	k = async_sitter(self->m, self->sh, 2, "k");
+	ASSERT_LT(0, k);
+	ASSERT_EQ(1, await_flag(&self->sh->ready[2], 2));
+	EXPECT_EQ(2, atomic_load(&self->sh->ready[2]));
+	EXPECT_EQ(-EBUSY, req(self->m, "k", SYNCMEM_LOCKS_IF_AVAILABLE, -1, &h));
+	kill(k, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(k));
+	ASSERT_EQ(-EOWNERDEAD, req(self->m, "k", 0, 1000 * MS, &h));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+}
+
 /*
  * The kill torture: workers take three names in random modes (some with
  * timeouts, some IF_AVAILABLE) and check that exclusive holders are alone;

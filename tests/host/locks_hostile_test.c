@@ -17,6 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "hostile.h"
+#include "locks.h"
 #include "syncmem.h"
 
 struct objects {
@@ -326,6 +327,34 @@ TEST(read_only_memory_is_ebadf_not_sigsegv)
 	munmap(rw, len);
 	munmap(ro, len);
 	close(fd);
+}
+
+/*
+ * A Web Locks manager whose cell count a peer scribbled: the sweep that a
+ * full name table runs sized its list by that count before bounding it
+ * (a 512 GiB malloc: -ENOMEM, or an abort under ASan). Bounded first, the
+ * sweep goes on to ask the kernel (the stand-in's -ENOTTY here).
+ */
+TEST(a_scribbled_cell_count_sizes_nothing)
+{
+	size_t len = syncmem_locks_footprint(1, 4);
+	struct syncmem_held *h = NULL, *h2 = NULL;
+	struct syncmem_region r;
+	struct syncmem_locks *m;
+	struct guarded g;
+
+	ASSERT_EQ(0, guarded_map(len, &g));
+	ASSERT_EQ(0, stand_in_region(&r, g.mem, g.len, false));
+	ASSERT_EQ(0, syncmem_locks_init(&r, g.mem, len, &m));
+	ASSERT_EQ(0, syncmem_locks_request(m, "a", 1, 0, SYNCMEM_FOREVER, &h));
+	((struct locks_header *)g.mem)->used_cells = 0xffffffffu;
+	EXPECT_NE(-ENOMEM, syncmem_locks_request(m, "b", 1, SYNCMEM_LOCKS_IF_AVAILABLE,
+						 SYNCMEM_FOREVER, &h2));
+	EXPECT_EQ(NULL, h2);
+	syncmem_locks_detach(m);
+	free(h);
+	close(r.fd);
+	guarded_unmap(&g);
 }
 
 TEST_HARNESS_MAIN
