@@ -52,7 +52,10 @@ static void lay_out(struct layout *at)
 	off += at->keyed_len;
 	at->pool = off = align_up(off, 4096);
 	at->pool_len = syncmem_pool_footprint(POOL_BLOCK, POOL_BLOCKS);
-	at->end = off + at->pool_len;
+	off += at->pool_len;
+	at->weblocks = off = align_up(off, 64);
+	at->weblocks_len = syncmem_locks_footprint(WL_ROOM_NAMES, WL_ROOM_REQS);
+	at->end = off + at->weblocks_len;
 }
 
 /* The arena's memory: a region fd (or -1) and its mapping at @where. */
@@ -115,5 +118,11 @@ int arena_create(struct arena *a, bool kernel)
 					&a->pool);
 	if (!err)
 		a->pool_blocks_off = ((struct syncmem_pool_header *)(mem + a->at.pool))->blocks_off;
+	/* The manager names its clients by the kernel's process ids. */
+	if (!err && kernel)
+		err = syncmem_locks_init(&a->region, mem + a->at.weblocks, a->at.weblocks_len,
+					 &a->weblocks);
+	if (!err && a->at.end > ARENA_BYTES)
+		err = -ENOSPC;
 	return err;
 }

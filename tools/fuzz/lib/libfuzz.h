@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The library fuzzer: processes drive libsyncmem objects (a pool, a keyed
- * table, locks, gates, semaphores, rwlocks) that live in one shared arena,
+ * table, locks, gates, semaphores, rwlocks, a Web Locks manager) that live
+ * in one shared arena,
  * while a scribbler process writes random values into them. Built with
  * ASan and UBSan. On the host the arena is plain shared memory behind a
  * region descriptor without a kernel (its fd is -1: whatever would sleep
@@ -55,10 +56,14 @@ static inline uint64_t rng_below(struct rng *r, uint64_t n)
 #define POOL_BLOCK	64
 #define POOL_BLOCKS	256
 #define SEM_UNITS	2
+#define WL_NAMES	6	/* names used on the Web Locks manager */
+#define WL_ROOM_NAMES	4	/* it holds fewer: -ENOSPC happens */
+#define WL_ROOM_REQS	16
 
 /* Where each object lives, as offsets into the arena. */
 struct layout {
-	size_t locks, gates, sems, rwlocks, keyed, keyed_len, pool, pool_len, end;
+	size_t locks, gates, sems, rwlocks, keyed, keyed_len, pool, pool_len;
+	size_t weblocks, weblocks_len, end;
 };
 
 struct arena {
@@ -68,6 +73,7 @@ struct arena {
 	struct syncmem_pool *pool;	/* private handle */
 	uint32_t pool_blocks_off;	/* read from the header before any scribbling */
 	struct syncmem_keyed *keyed;
+	struct syncmem_locks *weblocks;	/* NULL without a kernel (it names processes) */
 };
 
 /*
@@ -91,6 +97,7 @@ struct books {
 	atomic_int sem_holders[NSEMS];
 	atomic_int rw_writers[NRWLOCKS], rw_readers[NRWLOCKS];
 	atomic_int key_holders[NKEYS];
+	atomic_int wl_excl[WL_NAMES], wl_shared[WL_NAMES];	/* Web Locks holders */
 	/* Watchdog: what each worker is doing since when. */
 	const char *_Atomic doing[MAX_WORKERS];
 	atomic_uint_least64_t since[MAX_WORKERS];
@@ -120,7 +127,8 @@ enum {
 	OBJ_POOL = 1 << 0,
 	OBJ_KEYED = 1 << 1,
 	OBJ_LOCKS = 1 << 2,	/* locks, gates, semaphores, rwlocks */
-	OBJ_ALL = OBJ_POOL | OBJ_KEYED | OBJ_LOCKS,
+	OBJ_WEBLOCKS = 1 << 3,	/* the Web Locks manager (with a kernel only) */
+	OBJ_ALL = OBJ_POOL | OBJ_KEYED | OBJ_LOCKS | OBJ_WEBLOCKS,
 };
 
 struct worker {

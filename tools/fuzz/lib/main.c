@@ -3,7 +3,7 @@
  * libfuzz: the library fuzzer (see libfuzz.h).
  *
  *   libfuzz [--seed N] [--seconds S] [--workers W] [--kernel] [--phase clean|scribble|both]
- *           [--objects pool,keyed,locks]
+ *           [--objects pool,keyed,locks,weblocks]
  *
  * The clean phase runs W workers on fresh objects and checks, besides every
  * result, that the objects are idle and whole at the end. The scribble
@@ -108,7 +108,7 @@ struct options {
 static void usage(void)
 {
 	fprintf(stderr, "usage: libfuzz [--seed N] [--seconds S] [--workers W] [--kernel] "
-			"[--phase clean|scribble|both] [--objects pool,keyed,locks]\n");
+			"[--phase clean|scribble|both] [--objects pool,keyed,locks,weblocks]\n");
 	exit(2);
 }
 
@@ -138,9 +138,12 @@ static void parse(int argc, char **argv, struct options *o)
 			o->scribble = strcmp(optarg, "clean") != 0;
 			break;
 		case 'o':
-			o->objects = (strstr(optarg, "pool") ? OBJ_POOL : 0) |
-				     (strstr(optarg, "keyed") ? OBJ_KEYED : 0) |
-				     (strstr(optarg, "locks") ? OBJ_LOCKS : 0);
+			o->objects = 0;
+			for (char *t = strtok(optarg, ","); t; t = strtok(NULL, ","))
+				o->objects |= !strcmp(t, "pool") ? OBJ_POOL :
+					      !strcmp(t, "keyed") ? OBJ_KEYED :
+					      !strcmp(t, "locks") ? OBJ_LOCKS :
+					      !strcmp(t, "weblocks") ? OBJ_WEBLOCKS : 0;
 			break;
 		default: usage();
 		}
@@ -194,6 +197,14 @@ static void check_idle(struct arena *a, bool try_only)
 		if (g->word)
 			finding("after the clean phase gate %d has word %#llx, not open", i,
 				(unsigned long long)g->word);
+	}
+	if (a->weblocks) {
+		size_t nh = 0, np = 0;
+		int err = syncmem_locks_query(a->weblocks, NULL, &nh, NULL, &np);
+
+		if (err || nh || np)
+			finding("after the clean phase the Web Locks manager says %d: %zu held, %zu pending",
+				err, nh, np);
 	}
 	for (int i = 0; i < NRWLOCKS; i++) {
 		struct syncmem_rwlock *rw = (struct syncmem_rwlock *)(a->base + a->at.rwlocks) + i;

@@ -30,6 +30,9 @@ struct held {
 	unsigned int sem[NSEMS];
 	bool writer[NRWLOCKS];
 	unsigned int reader[NRWLOCKS];
+	struct syncmem_held *wl[WL_NAMES];	/* a Web Locks name held */
+	bool wl_shared[WL_NAMES];
+	bool wl_stealer[WL_NAMES];		/* taken by a steal: not in the books */
 };
 
 static struct held held;
@@ -453,6 +456,110 @@ static void keyed_op(struct worker *w)
 	}
 }
 
+/* ---- the Web Locks manager ----------------------------------------------- */
+
+static void wl_release(struct worker *w, unsigned int n)
+{
+	int ret;
+
+	if (!held.wl_stealer[n])
+		leave(held.wl_shared[n] ? &books->wl_shared[n] : &books->wl_excl[n]);
+	doing(w, "syncmem_locks_release");
+	ret = syncmem_locks_release(held.wl[n]);
+	/* Steals happen only with the scribbler: nothing is stolen otherwise. */
+	judge(w, "syncmem_locks_release", ret, true, 1, 0L);
+	held.wl[n] = NULL;
+	held.wl_stealer[n] = false;
+}
+
+static void weblocks_op(struct worker *w)
+{
+	static const unsigned int modes[] = {
+		0, SYNCMEM_LOCKS_SHARED, SYNCMEM_LOCKS_IF_AVAILABLE,
+		SYNCMEM_LOCKS_IF_AVAILABLE | SYNCMEM_LOCKS_SHARED,
+	};
+	struct syncmem_locks *m = w->a->weblocks, *again;
+	unsigned int n = (unsigned int)rng_below(&w->rng, WL_NAMES), flags;
+	struct syncmem_lock_info info[4];
+	struct syncmem_held *h = NULL;
+	char name[SYNCMEM_LOCKS_NAME_MAX + 1];
+	size_t len, nh, np;
+	int ret;
+
+	if (!m)
+		return;
+	/* Short names, and one of the longest. */
+	memset(name, 'w', sizeof(name));
+	len = n == WL_NAMES - 1 ? SYNCMEM_LOCKS_NAME_MAX : (size_t)snprintf(name, 16, "wl-%u", n);
+	switch (rng_below(&w->rng, 8)) {
+	case 0:
+		doing(w, "syncmem_locks_attach");
+		ret = syncmem_locks_attach(region(w), w->a->base + w->a->at.weblocks, &again);
+		judge(w, "syncmem_locks_attach", ret, false, 1, 0L);
+		if (!ret)
+			syncmem_locks_detach(again);
+		return;
+	case 1:
+		nh = rng_below(&w->rng, 5);
+		np = rng_below(&w->rng, 5);
+		doing(w, "syncmem_locks_query");
+		ret = syncmem_locks_query(m, info, &nh, info, &np);
+		judge(w, "syncmem_locks_query", ret, true, 1, 0L);
+		if (!ret && !w->scribbled && (nh > WL_ROOM_REQS * 2 || np > WL_ROOM_REQS * 2))
+			finding("syncmem_locks_query: %zu held, %zu pending in a manager of %d requests",
+				nh, np, WL_ROOM_REQS * 2);
+		return;
+	case 2: case 3:
+		if (held.wl[n])
+			wl_release(w, n);
+		return;
+	case 4:
+		/* Refused before the manager is read, scribbled or not. */
+		doing(w, "syncmem_locks_request (bad arguments)");
+		ret = syncmem_locks_request(m, name, SYNCMEM_LOCKS_NAME_MAX + 1, 0, 0, &h);
+		judge_always(w, "syncmem_locks_request of a name too long", ret, false, 1,
+			     (long)-ENAMETOOLONG);
+		ret = syncmem_locks_request(m, "-r", 2, 0, 0, &h);
+		judge_always(w, "syncmem_locks_request of a reserved name", ret, false, 1,
+			     (long)-EINVAL);
+		ret = syncmem_locks_request(m, name, len, SYNCMEM_LOCKS_STEAL |
+					    SYNCMEM_LOCKS_SHARED, 0, &h);
+		judge_always(w, "syncmem_locks_request STEAL|SHARED", ret, false, 1,
+			     (long)-EINVAL);
+		return;
+	default:
+		break;
+	}
+	if (held.wl[n])
+		return;
+	flags = modes[rng_below(&w->rng, 4)];
+	/* Steals break the holder counts: only where just safety is judged. */
+	if (w->scribbled && !rng_below(&w->rng, 4))
+		flags = SYNCMEM_LOCKS_STEAL;
+	doing(w, "syncmem_locks_request");
+	ret = syncmem_locks_request(m, name, len, flags, TIMEOUT_NS, &h);
+	judge(w, "syncmem_locks_request", ret, true, 4, 0L, (long)-ETIMEDOUT, (long)-EBUSY,
+	      (long)-ENOSPC);
+	if (ret && ret != -EOWNERDEAD)
+		return;
+	held.wl[n] = h;
+	held.wl_shared[n] = flags & SYNCMEM_LOCKS_SHARED;
+	held.wl_stealer[n] = flags & SYNCMEM_LOCKS_STEAL;
+	if (held.wl_stealer[n])
+		return;
+	if (held.wl_shared[n]) {
+		enter(w, &books->wl_shared[n], MAX_WORKERS, "a Web Locks name shared");
+		if (!w->scribbled && atomic_load(&books->wl_excl[n]))
+			finding("a Web Locks name held shared and exclusive at once (worker %d seed %#llx)",
+				w->index, (unsigned long long)w->seed);
+	} else {
+		enter(w, &books->wl_excl[n], 1, "a Web Locks name exclusive");
+		if (!w->scribbled && atomic_load(&books->wl_shared[n]))
+			finding("a Web Locks name held exclusive and shared at once (worker %d seed %#llx)",
+				w->index, (unsigned long long)w->seed);
+	}
+}
+
 /* ---- introspection ------------------------------------------------------ */
 
 /*
@@ -766,6 +873,9 @@ static void release_all(struct worker *w)
 										  rwlock_at(w, i)),
 			      true, 1, 0L);
 		}
+	for (unsigned int n = 0; n < WL_NAMES; n++)
+		if (held.wl[n])
+			wl_release(w, n);
 	for (unsigned int k = 0; k < NKEYS; k++)
 		if (held.key[k]) {
 			char key[16];
@@ -787,10 +897,11 @@ void worker_run(struct worker *w, uint64_t until)
 	if (w->a->region.fd < 0)
 		syncmem__cached_owner = 1 + (uint64_t)w->index;
 	while (now_ns() < until) {
-		unsigned int k = (unsigned int)rng_below(&w->rng, 13);
+		unsigned int k = (unsigned int)rng_below(&w->rng, 15);
 
 		/* Only the kinds of objects this run uses (introspection is of all). */
-		if (k < 12 && !(w->objects & (k < 4 ? OBJ_POOL : k < 10 ? OBJ_LOCKS : OBJ_KEYED)))
+		if (k < 14 && !(w->objects & (k < 4 ? OBJ_POOL : k < 10 ? OBJ_LOCKS :
+					      k < 12 ? OBJ_KEYED : OBJ_WEBLOCKS)))
 			continue;
 		switch (k) {
 		case 0: case 1:
@@ -822,6 +933,9 @@ void worker_run(struct worker *w, uint64_t until)
 			break;
 		case 10: case 11:
 			keyed_op(w);
+			break;
+		case 12: case 13:
+			weblocks_op(w);
 			break;
 		default:
 			introspect_op(w);

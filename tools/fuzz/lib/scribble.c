@@ -50,11 +50,12 @@ void scribble_run(struct arena *a, unsigned int objects, uint64_t seed, uint64_t
 		{ OBJ_KEYED, a->at.keyed, a->at.keyed_len },
 		{ OBJ_POOL, a->at.pool, a->at.pool_len },
 		{ OBJ_POOL, a->at.pool + sizeof(struct syncmem_pool_header), a->at.pool_len - 576 },
-	}, mine[4];
+		{ OBJ_WEBLOCKS, a->at.weblocks, a->weblocks ? a->at.weblocks_len : 0 },
+	}, mine[5];
 	unsigned int n = 0;
 
-	for (unsigned int i = 0; i < 4; i++)
-		if (objects & all[i].kind)
+	for (unsigned int i = 0; i < 5; i++)
+		if ((objects & all[i].kind) && all[i].len)
 			mine[n++] = all[i];
 	while (n && now_ns() < until) {
 		for (int i = 0; i < 16; i++) {
