@@ -230,7 +230,7 @@ $(BUILD)/tools/repro/%: tools/fuzz/repro/%.c include/uapi/linux/syncmem.h
 # Benchmarks print syncmem's figure next to its baseline's, as a ratio. The
 # kernel ones run in the VM; the pool needs no kernel and runs on the host's
 # real CPU, with instruction counts from callgrind.
-BENCHES := wake_pingpong notify_all async_pingpong lock_bench rwlock_bench keyed_bench
+BENCHES := wake_pingpong notify_all async_pingpong lock_bench rwlock_bench keyed_bench locks_bench
 bench: all $(BUILD)/bench/pool_bench $(BUILD)/bench/lock_instructions
 	$(ROOT)/tools/vm/run --kernel stock --timeout 900 -- sh -c \
 		'for b in $(BENCHES); do tools/$$b || exit 1; done'

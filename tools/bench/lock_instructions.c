@@ -3,7 +3,9 @@
  * lock_instructions KIND N: N uncontended lock+unlock pairs of KIND
  * (syncmem, fair, pthread; rdlock, pthread_rd: read lock and unlock of an
  * rwlock; keyed: lock and unlock of one key of a keyed table, own: the
- * same of a lock of its own) inside one function, for valgrind --tool=callgrind
+ * same of a lock of its own; weblocks, weblocks_sh: request and release of a
+ * recently used name of a Web Locks manager, exclusive or shared) inside one
+ * function, for valgrind --tool=callgrind
  * --toggle-collect=KIND_pair (see tools/bench/lock-instructions).
  *
  * It runs on the host, where the module cannot be loaded: an uncontended
@@ -22,6 +24,7 @@ __attribute__((noinline)) int pthread_pair(pthread_mutex_t *m);
 __attribute__((noinline)) int rdlock_pair(struct syncmem_region *r, struct syncmem_rwlock *rw);
 __attribute__((noinline)) int pthread_rd_pair(pthread_rwlock_t *rw);
 __attribute__((noinline)) int keyed_pair(struct syncmem_region *r, struct syncmem_keyed *k);
+__attribute__((noinline)) int weblocks_pair(struct syncmem_locks *m, unsigned int flags);
 
 __attribute__((noinline)) int syncmem_pair(struct syncmem_region *r, struct syncmem_lock *l)
 {
@@ -49,7 +52,16 @@ __attribute__((noinline)) int keyed_pair(struct syncmem_region *r, struct syncme
 	       syncmem_keyed_unlock(r, k, "key-1", 5);
 }
 
+__attribute__((noinline)) int weblocks_pair(struct syncmem_locks *m, unsigned int flags)
+{
+	struct syncmem_held *h;
+	int ret = syncmem_locks_request(m, "name-1", 6, flags, SYNCMEM_FOREVER, &h);
+
+	return ret ? ret : syncmem_locks_release(h);
+}
+
 static struct syncmem_keyed *keyed;
+static struct syncmem_locks *weblocks;
 
 /* One pair of @kind. */
 static int pair(const char *kind, struct syncmem_region *r, struct syncmem_lock *l,
@@ -57,6 +69,10 @@ static int pair(const char *kind, struct syncmem_region *r, struct syncmem_lock 
 {
 	if (!strcmp(kind, "keyed"))
 		return keyed_pair(r, keyed);
+	if (!strcmp(kind, "weblocks"))
+		return weblocks_pair(weblocks, 0);
+	if (!strcmp(kind, "weblocks_sh"))
+		return weblocks_pair(weblocks, SYNCMEM_LOCKS_SHARED);
 	if (!strcmp(kind, "pthread"))
 		return pthread_pair(m);
 	if (!strcmp(kind, "rdlock"))
@@ -81,7 +97,7 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		return 2;
 	n = atol(argv[2]);
-	syncmem__region_fill(&r, -1, memfd_shared(65536), 65536, false);
+	syncmem__region_fill(&r, -1, memfd_shared(131072), 131072, false);
 	m = memfd_shared(4096);
 	prw = memfd_shared(4096);
 	if (!r.base || !m || !prw)
@@ -104,6 +120,9 @@ int main(int argc, char **argv)
 	 */
 	syncmem__cached_owner = 1;
 	syncmem__process_owner_stand_in(2);
+	if (syncmem_locks_init(&r, (char *)r.base + 65536, syncmem_locks_footprint(4, 16),
+			       &weblocks))
+		return 1;
 	bad |= pair(argv[1], &r, l, m, rw, prw);
 	for (long i = 0; i < n; i++)
 		bad |= pair(argv[1], &r, l, m, rw, prw);
