@@ -7,13 +7,16 @@
  * memory) are charged to their creator's user, to the IPC namespace they are
  * created in, and to the system. Async waits and on-close actions are
  * charged to the user who opened the handle they belong to. A user is a uid
- * in a user namespace, charged together with the owner of that namespace
- * one level up and so on (as the kernel's ucounts do), so the uids a user
- * maps into namespaces of its own share its limits. Uid 0 of the initial
- * user namespace is counted but never limited: it is the administrator, and
- * the owner of every container root makes, whose users must not share one
- * quota across containers (each of them is limited on its own, and all of
- * a container together by its IPC namespace's limits).
+ * in a user namespace. What a user in a user namespace other than the
+ * initial one is charged is charged to that namespace as a whole too (a
+ * node of its own, held to the same per-user limits), then to the owner of
+ * the namespace one level up, its namespace, and so on (as the kernel's
+ * ucounts do). So all the uids of a container share one container's
+ * limits, whatever IPC namespaces they make, and the uids a user maps
+ * into namespaces of its own, nested or not, share that user's limits.
+ * Uid 0 of the initial user namespace is counted but never limited: it is
+ * the administrator, and the owner of every container root makes, whose
+ * containers must not share one quota (each is limited on its own).
  *
  * CAP_SYS_RESOURCE (in the initial user namespace) at creation time lifts
  * the user and namespace limits and lets the system's reserve be used: the
@@ -60,11 +63,11 @@ MODULE_PARM_DESC(max_ns_bytes, "Most region bytes per IPC namespace (0, the defa
 
 static unsigned int syncmem_max_user_regions = 8192;
 module_param_named(max_user_regions, syncmem_max_user_regions, uint, 0644);
-MODULE_PARM_DESC(max_user_regions, "Most regions per user (default 8192); more is -EDQUOT");
+MODULE_PARM_DESC(max_user_regions, "Most regions per user, and per user namespace as a whole (default 8192); more is -EDQUOT");
 
 static unsigned long syncmem_max_user_bytes;
 module_param_named(max_user_bytes, syncmem_max_user_bytes, ulong, 0644);
-MODULE_PARM_DESC(max_user_bytes, "Most region bytes per user (0, the default: a quarter of the system's); more is -EDQUOT");
+MODULE_PARM_DESC(max_user_bytes, "Most region bytes per user, and per user namespace as a whole (0, the default: a quarter of the system's); more is -EDQUOT");
 
 unsigned int syncmem_max_async_waits = 1U << 17;
 module_param_named(max_async_waits, syncmem_max_async_waits, uint, 0644);
@@ -72,11 +75,11 @@ MODULE_PARM_DESC(max_async_waits, "Most outstanding async waits per handle (defa
 
 static unsigned int syncmem_max_user_async_waits = 1U << 18;
 module_param_named(max_user_async_waits, syncmem_max_user_async_waits, uint, 0644);
-MODULE_PARM_DESC(max_user_async_waits, "Most outstanding async waits per user, all handles (default 262144); more is -EDQUOT");
+MODULE_PARM_DESC(max_user_async_waits, "Most outstanding async waits per user, and per user namespace as a whole, all handles (default 262144); more is -EDQUOT");
 
 static unsigned int syncmem_max_user_on_close = 4096;
 module_param_named(max_user_on_close, syncmem_max_user_on_close, uint, 0644);
-MODULE_PARM_DESC(max_user_on_close, "Most armed on-close actions per user (default 4096); more is -EDQUOT");
+MODULE_PARM_DESC(max_user_on_close, "Most armed on-close actions per user, and per user namespace as a whole (default 4096); more is -EDQUOT");
 
 unsigned int syncmem_protected_names = 1;
 module_param_named(protected_names, syncmem_protected_names, uint, 0644);
@@ -133,7 +136,10 @@ static bool usage_add(atomic_long_t *v, long n, unsigned long limit)
 	return false;
 }
 
-/* Is @u held to the user limits? (See the comment at the top.) */
+/*
+ * Is @u held to the user limits? (See the comment at the top.) Every user
+ * namespace's own node is; of the initial namespace's users, all but root.
+ */
 static bool user_limited(const struct syncmem_user *u)
 {
 	return u->user_ns != &init_user_ns || !uid_eq(u->uid, GLOBAL_ROOT_UID);
@@ -313,29 +319,42 @@ static struct syncmem_user *syncmem_user_lookup(struct user_namespace *user_ns,
 	return u;
 }
 
-static struct syncmem_user *syncmem_user_get(struct user_namespace *user_ns,
-					     kuid_t uid)
+/*
+ * The key of the user that @k's user is charged together with, one step up
+ * the chain: a uid's user namespace as a whole, then that namespace's owner
+ * in the namespace above. False at the top (a user of the initial one).
+ */
+static bool syncmem_user_key_up(struct syncmem_user_key *k)
 {
-	struct syncmem_user *u = syncmem_user_lookup(user_ns, uid), *parent = NULL;
-	struct syncmem_user_key k = { .user_ns = user_ns, .uid = uid };
-
-	if (u)
-		return u;
-	/* The owner of this user namespace, one level up, is charged too. */
-	if (user_ns != &init_user_ns) {
-		parent = syncmem_user_get(user_ns->parent, user_ns->owner);
-		if (!parent)
-			return NULL;
+	if (k->user_ns == &init_user_ns)
+		return false;
+	if (uid_valid(k->uid)) {
+		k->uid = INVALID_UID;
+	} else {
+		k->uid = k->user_ns->owner;
+		k->user_ns = k->user_ns->parent;
 	}
+	return true;
+}
+
+/*
+ * The user of @k, made with @parent (whose reference it takes) unless
+ * another caller made it meanwhile; NULL without memory.
+ */
+static struct syncmem_user *syncmem_user_make(const struct syncmem_user_key *k,
+					      struct syncmem_user *parent)
+{
+	struct syncmem_user *u;
+
 	mutex_lock(&syncmem_users_mutex);
-	u = rhashtable_lookup_fast(&syncmem_users, &k, syncmem_user_params);
+	u = rhashtable_lookup_fast(&syncmem_users, k, syncmem_user_params);
 	if (u && refcount_inc_not_zero(&u->ref))
 		goto out;	/* another caller made it meanwhile */
 	u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
 	if (!u)
 		goto out;
-	u->user_ns = get_user_ns(user_ns);
-	u->uid = uid;
+	u->user_ns = get_user_ns(k->user_ns);
+	u->uid = k->uid;
 	refcount_set(&u->ref, 1);
 	u->parent = parent;
 	if (rhashtable_insert_fast(&syncmem_users, &u->node, syncmem_user_params)) {
@@ -347,9 +366,45 @@ static struct syncmem_user *syncmem_user_get(struct user_namespace *user_ns,
 	parent = NULL;	/* now the new user's */
 out:
 	mutex_unlock(&syncmem_users_mutex);
-	if (parent)
-		syncmem_user_put(parent);
+	syncmem_user_put(parent);
 	return u;
+}
+
+/*
+ * The user of (@user_ns, @uid), with a reference, made if needed with every
+ * user above it that is missing (two per level of nesting, 32 levels: made
+ * from the top down in a loop, not by recursion); NULL without memory.
+ */
+static struct syncmem_user *syncmem_user_get(struct user_namespace *user_ns,
+					     kuid_t uid)
+{
+	const struct syncmem_user_key want = { .user_ns = user_ns, .uid = uid };
+	struct syncmem_user *u, *held = NULL;
+	struct syncmem_user_key k, missing;
+
+	for (;;) {
+		/* Climb to the first user that exists (@u, NULL past the top). */
+		k = want;
+		missing.user_ns = NULL;
+		while (!(u = syncmem_user_lookup(k.user_ns, k.uid))) {
+			missing = k;
+			if (!syncmem_user_key_up(&k))
+				break;
+		}
+		if (missing.user_ns) {
+			/* Make the highest one missing, below @u. */
+			u = syncmem_user_make(&missing, u);
+			if (u && (missing.user_ns != want.user_ns ||
+				  !uid_eq(missing.uid, want.uid))) {
+				/* Held until the next one down holds it. */
+				syncmem_user_put(held);
+				held = u;
+				continue;
+			}
+		}
+		syncmem_user_put(held);
+		return u;
+	}
 }
 
 /* The caller's user (real uid), created if needed; NULL without memory. */

@@ -119,14 +119,15 @@ struct syncmem_usage {
 
 /*
  * A user as limits see it: a uid in a user namespace, charged together with
- * the owner of that namespace one level up, and so on to the initial one
- * (the kernel's ucounts do the same), so that the uids a user maps into its
- * own namespaces cannot multiply its limits.
+ * that namespace as a whole, then the owner of that namespace one level up,
+ * and so on to the initial one (the kernel's ucounts do much the same), so
+ * that a container's uids, and the uids a user maps into its own
+ * namespaces, cannot multiply their limits.
  */
 struct syncmem_user {
 	struct rhash_head node;		/* in the users table (limits.c) */
 	struct user_namespace *user_ns;	/* holds a reference */
-	kuid_t uid;
+	kuid_t uid;			/* INVALID_UID: @user_ns as a whole */
 	refcount_t ref;
 	struct syncmem_user *parent;	/* holds a reference; NULL at the top */
 	struct syncmem_usage usage;

@@ -3,10 +3,10 @@
  * Limits: one unprivileged user cannot take what others and root need.
  * Each test charges uids of its own: names left in a dead IPC namespace stay
  * charged to their creator until the namespace is reaped.
- * Regions and their bytes per user (through user namespaces too), per IPC
- * namespace and for the system with a reserve for CAP_SYS_RESOURCE; async
- * waits and on-close actions per user across handles. Every limit is a
- * module parameter and a clear errno.
+ * Regions and their bytes per user (through user namespaces too, and a
+ * container as a whole), per IPC namespace and for the system with a
+ * reserve for CAP_SYS_RESOURCE; async waits and on-close actions per user
+ * across handles. Every limit is a module parameter and a clear errno.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -358,13 +358,22 @@ out:
 	unlink_all(self->dev, self->prefix, "i");
 }
 
+/* In a container: create regions of a page until refused. */
+static int fill_pages(const char *prefix, const char *tag)
+{
+	int created, err = create_until_error(prefix, tag, PG, &created);
+
+	return err == -EDQUOT ? 100 + created : 1;
+}
+
 /*
- * A "container" made by root: a child in a new user namespace whose uid 0
- * is @host_uid outside (root writes the map, as container runtimes do). It
- * creates regions until refused; exit code 100 + created when refused with
- * -EDQUOT, 4 without user namespaces.
+ * A "container" made by root: a child in a new user namespace whose uids
+ * 0-999 are @host_uid and up outside (root writes the map, as container
+ * runtimes do). As its root it runs @body(@prefix, @tag) and exits with
+ * what that returns; 4 without user namespaces.
  */
-static int container_fills(int host_uid, const char *prefix, const char *tag)
+static int in_container(int host_uid, int (*body)(const char *prefix, const char *tag),
+			const char *prefix, const char *tag)
 {
 	int ready[2], go[2];
 	char c, path[64], map[64];
@@ -374,8 +383,6 @@ static int container_fills(int host_uid, const char *prefix, const char *tag)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		int created, err;
-
 		close(ready[0]);
 		close(go[1]);
 		if (unshare(CLONE_NEWUSER))
@@ -384,8 +391,7 @@ static int container_fills(int host_uid, const char *prefix, const char *tag)
 			_exit(5);
 		if (setresgid(0, 0, 0) || setresuid(0, 0, 0))
 			_exit(6);
-		err = create_until_error(prefix, tag, PG, &created);
-		_exit(err == -EDQUOT ? 100 + created : 1);
+		_exit(body(prefix, tag));
 	}
 	close(ready[1]);
 	close(go[0]);
@@ -408,15 +414,91 @@ TEST_F(limits, containers_made_by_root_do_not_share_a_quota)
 	int a, b;
 
 	ASSERT_EQ(0, set_param("max_user_regions", 8));
-	a = container_fills(100000, self->prefix, "ca");
+	a = in_container(100000, fill_pages, self->prefix, "ca");
 	if (a == 4)
 		SKIP(return, "this kernel has no user namespaces");
 	EXPECT_EQ(100 + 8, a);
 	/* Another tenant is not held to the first one's quota. */
-	b = container_fills(200000, self->prefix, "cb");
+	b = in_container(200000, fill_pages, self->prefix, "cb");
 	EXPECT_EQ(100 + 8, b);
 	unlink_all(self->dev, self->prefix, "ca");
 	unlink_all(self->dev, self->prefix, "cb");
+}
+
+/*
+ * In a container, as its @uid (in a user namespace of its own mapping 0 to
+ * @uid when @nested): regions of 4 pages until refused. 100 + created when
+ * refused with -EDQUOT, else below 100.
+ */
+static int container_user_fills(int uid, bool nested, const char *prefix, const char *tag)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int created, err;
+
+		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(2);
+		if (nested && (enter_user_ns(uid) || unshare(CLONE_NEWIPC)))
+			_exit(3);
+		err = create_until_error(prefix, tag, 4 * PG, &created);
+		_exit(err == -EDQUOT ? 100 + created : 1);
+	}
+	return wait_exit(pid);
+}
+
+/*
+ * A container's root: two IPC namespaces, in each two uids fill what they
+ * may (the fourth from a user namespace of its own). 100 + regions they
+ * made in all, or below 100 when one failed otherwise.
+ */
+static int four_users_fill(const char *prefix, const char *tag)
+{
+	int total = 0;
+
+	for (int ipc = 0; ipc < 2; ipc++) {
+		pid_t pid = fork();
+		int status;
+
+		if (pid == 0) {
+			int sum = 0;
+
+			if (unshare(CLONE_NEWIPC))
+				_exit(7);
+			for (int j = 0; j < 2; j++) {
+				int uid = 1 + 2 * ipc + j;
+				char t[32];
+
+				snprintf(t, sizeof(t), "%s%d", tag, uid);
+				status = container_user_fills(uid, uid == 4, prefix, t);
+				if (status < 100)
+					_exit(status);
+				sum += status - 100;
+			}
+			_exit(100 + sum);
+		}
+		status = wait_exit(pid);
+		if (status < 100)
+			return status;
+		total += status - 100;
+	}
+	return 100 + total;
+}
+
+TEST_F(limits, a_container_is_limited_as_a_whole)
+{
+	int got;
+
+	/* Room for 4 regions of 4 pages per user, and per container. */
+	ASSERT_EQ(0, set_param("max_user_bytes", 16 * PG));
+	got = in_container(300000, four_users_fill, self->prefix, "w");
+	if (got == 4)
+		SKIP(return, "this kernel has no user namespaces");
+	/* Four uids, two IPC namespaces, a nested user namespace: one quota. */
+	EXPECT_EQ(100 + 4, got);
+	/* A host user, and a second container, still have theirs. */
+	EXPECT_EQ(0, child_creates_one(60011, self->prefix, "host"));
+	EXPECT_EQ(100 + 4, in_container(310000, four_users_fill, self->prefix, "x"));
 }
 
 TEST_F(limits, max_total_bytes_zero_means_half_of_ram_at_any_time)

@@ -95,10 +95,11 @@ struct syncmem_version {
  * parameter protected_names is 0: a name squatter cannot hand its memory to
  * a victim that meant to create it. Open such a region without CREATE.
  *
- * Every region is charged to its creator: the real uid (and the owner of
- * each user namespace above it), the IPC namespace and the system. Errors
- * of a creation beyond a limit: -EDQUOT (the user's max_user_regions or
- * max_user_bytes), -ENOSPC (max_ns_regions or max_regions), -ENOMEM
+ * Every region is charged to its creator: the real uid (and its user
+ * namespace as a whole, and the owner of each user namespace above it and
+ * that namespace), the IPC namespace and the system. Errors of a creation
+ * beyond a limit: -EDQUOT (max_user_regions or max_user_bytes, of the user
+ * or of a user namespace), -ENOSPC (max_ns_regions or max_regions), -ENOMEM
  * (max_ns_bytes or max_total_bytes, or no memory); CAP_SYS_RESOURCE skips
  * the user and namespace limits and may use the system's reserve.
  */
