@@ -197,7 +197,7 @@ static void syncmem_who_describe(struct syncmem_region *r, struct syncmem_who *w
 		who->state = SYNCMEM_WHO_NOTRECOVERABLE;
 		return;
 	}
-	if (!syncmem_owner_describe(id, r->inode, ns, &who->pid, &who->tid, &process)) {
+	if (!syncmem_owner_describe(id, r, ns, &who->pid, &who->tid, &process)) {
 		who->state = SYNCMEM_WHO_DEAD;
 		return;
 	}

@@ -220,50 +220,27 @@ bool syncmem_owner_alive(u64 id)
 	return alive;
 }
 
-/* Does @task's address space map the region file @inode? */
-static bool syncmem_task_maps(struct task_struct *task, struct inode *inode)
-{
-	struct mm_struct *mm = get_task_mm(task);
-	struct vm_area_struct *vma;
-	bool found = false;
-
-	if (!mm)
-		return false;
-	{
-		VMA_ITERATOR(vmi, mm, 0);
-
-		mmap_read_lock(mm);
-		for_each_vma(vmi, vma) {
-			if (vma->vm_file && file_inode(vma->vm_file) == inode) {
-				found = true;
-				break;
-			}
-		}
-		mmap_read_unlock(mm);
-	}
-	mmput(mm);
-	return found;
-}
-
 /**
  * syncmem_owner_describe - the thread or process behind a live owner id
  * @id:		An owner id (any value).
- * @inode:	The region the id was read from.
+ * @r:		The region the id was read from.
  * @ns:		The PID namespace to give ids in.
  * @pid:	Set to its process's id in @ns (0: not visible there).
  * @tid:	Set to its thread's id in @ns, 0 for a process's id.
  * @process:	Set when @id is a process's.
  *
  * Returns whether @id names a live owner; the outputs are set only then.
- * The ids are told only when that process maps the region @inode, as
- * every holder of a lock word in it does: an id that someone wrote into a
- * region of their own tells nothing of a process that does not use it.
+ * The ids are told only when that process maps @r, as every holder of a
+ * lock word in it does: an id that someone wrote into a region of their
+ * own tells nothing of a process that does not use it. The region answers
+ * that from its own list of address spaces: nothing of the owner's process
+ * is locked or walked, so no caller can slow it down.
  */
-bool syncmem_owner_describe(u64 id, struct inode *inode, struct pid_namespace *ns,
+bool syncmem_owner_describe(u64 id, struct syncmem_region *r, struct pid_namespace *ns,
 			    s32 *pid, s32 *tid, bool *process)
 {
-	struct task_struct *t = NULL;
 	struct syncmem_owner_entry *o;
+	struct task_struct *t;
 	bool alive = false;
 
 	*pid = 0;
@@ -273,21 +250,15 @@ bool syncmem_owner_describe(u64 id, struct inode *inode, struct pid_namespace *n
 	if (o && syncmem_owner_running(o)) {
 		alive = true;
 		*process = o->process;
-		t = pid_task(o->pid, o->process ? PIDTYPE_TGID : PIDTYPE_PID);
+		/* A running owner still runs in @o->mm (see syncmem_owner_running()). */
+		t = syncmem_region_mapped_by(r, o->mm) ?
+		    pid_task(o->pid, o->process ? PIDTYPE_TGID : PIDTYPE_PID) : NULL;
 		if (t) {
-			get_task_struct(t);
 			*pid = task_tgid_nr_ns(t, ns);
 			*tid = o->process ? 0 : task_pid_nr_ns(t, ns);
 		}
 	}
 	rcu_read_unlock();
-	if (t) {
-		if (!syncmem_task_maps(t, inode)) {
-			*pid = 0;
-			*tid = 0;
-		}
-		put_task_struct(t);
-	}
 	return alive;
 }
 

@@ -7,8 +7,10 @@
 #include <linux/file.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
+#include <linux/rbtree.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/uaccess.h>
 
 #include "syncmem_compat.h"
@@ -130,6 +132,8 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
 	r->inode->i_gid = r->gid;
 	syncmem_objects_init(r);
 	syncmem_armed_init(r);
+	spin_lock_init(&r->mappers_lock);
+	r->mappers = RB_ROOT;
 	kref_init(&r->ref);
 	return r;
 
@@ -150,6 +154,7 @@ static void syncmem_region_release(struct kref *ref)
 {
 	struct syncmem_region *r = container_of(ref, struct syncmem_region, ref);
 
+	WARN_ON_ONCE(!RB_EMPTY_ROOT(&r->mappers));	/* a mapping pins its file */
 	iput(r->inode);
 	syncmem_objects_destroy(r);
 	syncmem_region_queues_destroy(r);
@@ -187,12 +192,114 @@ static vm_fault_t syncmem_region_fault(struct vm_fault *vmf)
 	return 0;
 }
 
-/* A mapping copied by fork() or split in two. */
+/*
+ * An address space that maps a region, and how many of its VMAs do. Each
+ * VMA of a region points at its own address space's mapper through
+ * vm_private_data (NULL if it could not be counted), so that only what was
+ * counted is taken back. The VMAs of a region never merge (VM_DONTEXPAND
+ * is one of VM_SPECIAL), and each one is counted once, by the mmap handler
+ * or by vm_ops->open when a fork, a split or an mremap() copies one, and
+ * taken back once, by vm_ops->close. A listed mm therefore maps the region,
+ * hence is alive; only the region's own users can add one.
+ */
+struct syncmem_mapper {
+	struct rb_node node;		/* in r->mappers, by @mm */
+	struct mm_struct *mm;		/* compared only */
+	unsigned long nr_vmas;
+};
+
+/* Count @vma (of @r) in its mm's mapper: 0, or -ENOMEM if not counted. */
+static int syncmem_mapper_add(struct syncmem_region *r, struct vm_area_struct *vma)
+{
+	unsigned long key = (unsigned long)vma->vm_mm;
+	struct syncmem_mapper *m, *new = NULL;
+	struct rb_node **link, *parent;
+
+	vma->vm_private_data = NULL;
+	for (;;) {
+		spin_lock(&r->mappers_lock);
+		link = &r->mappers.rb_node;
+		parent = NULL;
+		while (*link) {
+			parent = *link;
+			m = rb_entry(parent, struct syncmem_mapper, node);
+			if (key == (unsigned long)m->mm)
+				goto found;
+			link = key < (unsigned long)m->mm ? &parent->rb_left :
+							    &parent->rb_right;
+		}
+		if (new)
+			break;
+		/* The mm's first VMA of @r; no other can come meanwhile. */
+		spin_unlock(&r->mappers_lock);
+		new = kmalloc(sizeof(*new), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+		if (!new)
+			return -ENOMEM;
+	}
+	m = new;
+	new = NULL;
+	m->mm = vma->vm_mm;
+	m->nr_vmas = 0;
+	rb_link_node(&m->node, parent, link);
+	rb_insert_color(&m->node, &r->mappers);
+found:
+	m->nr_vmas++;
+	spin_unlock(&r->mappers_lock);
+	kfree(new);
+	vma->vm_private_data = m;
+	return 0;
+}
+
+static void syncmem_mapper_drop(struct syncmem_region *r, struct vm_area_struct *vma)
+{
+	struct syncmem_mapper *m = vma->vm_private_data;
+
+	if (!m)
+		return;
+	vma->vm_private_data = NULL;
+	spin_lock(&r->mappers_lock);
+	if (--m->nr_vmas)
+		m = NULL;
+	else
+		rb_erase(&m->node, &r->mappers);
+	spin_unlock(&r->mappers_lock);
+	kfree(m);
+}
+
+/**
+ * syncmem_region_mapped_by - does @mm map @r?
+ * @r:	A region.
+ * @mm:	Any address space, alive or not: only compared.
+ *
+ * O(log n) in the address spaces that map @r; takes only @r's lock, never
+ * one of @mm's. May say no for an mm whose VMA could not be counted when a
+ * fork copied it (no memory): the answer errs towards telling less.
+ */
+bool syncmem_region_mapped_by(struct syncmem_region *r, const struct mm_struct *mm)
+{
+	unsigned long key = (unsigned long)mm;
+	struct rb_node *n;
+	bool found = false;
+
+	spin_lock(&r->mappers_lock);
+	for (n = r->mappers.rb_node; n && !found;) {
+		struct syncmem_mapper *m = rb_entry(n, struct syncmem_mapper, node);
+
+		found = key == (unsigned long)m->mm;
+		n = key < (unsigned long)m->mm ? n->rb_left : n->rb_right;
+	}
+	spin_unlock(&r->mappers_lock);
+	return found;
+}
+
+/* A mapping copied by fork() or mremap(), or split in two. */
 static void syncmem_region_vm_open(struct vm_area_struct *vma)
 {
 	struct syncmem_region *r = vma->vm_file->private_data;
 
 	atomic_long_inc(&r->nr_mappings);
+	/* No memory: the copy is not counted (see syncmem_region_mapped_by()). */
+	syncmem_mapper_add(r, vma);
 }
 
 /*
@@ -204,6 +311,7 @@ static void syncmem_region_vm_close(struct vm_area_struct *vma)
 {
 	struct syncmem_region *r = vma->vm_file->private_data;
 
+	syncmem_mapper_drop(r, vma);
 	atomic_long_dec(&r->nr_mappings);
 	if (!atomic_read(&vma->vm_mm->mm_users))
 		syncmem_owner_mm_gone(vma->vm_mm);
@@ -225,6 +333,7 @@ static int syncmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 	struct syncmem_region *r = file->private_data;
 	unsigned long pages = vma_pages(vma);
 	vm_flags_t clear = VM_MAYEXEC;
+	int err;
 
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
@@ -237,6 +346,10 @@ static int syncmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 			return -EACCES;
 		clear |= VM_MAYWRITE;
 	}
+	/* Last: nothing fails after it, and a failed mmap is never closed. */
+	err = syncmem_mapper_add(r, vma);
+	if (err)
+		return err;
 	syncmem_vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, clear);
 	vma->vm_ops = &syncmem_region_vm_ops;
 	atomic_long_inc(&r->nr_mappings);

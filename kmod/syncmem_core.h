@@ -21,6 +21,7 @@
 #include <uapi/linux/syncmem.h>
 
 struct ipc_namespace;
+struct mm_struct;
 struct pid_namespace;
 struct seq_file;
 struct user_namespace;
@@ -197,6 +198,9 @@ struct syncmem_region {
 
 	atomic_long_t nr_files;
 	atomic_long_t nr_mappings;
+	/* The address spaces that map it, by mm (region.c). */
+	spinlock_t mappers_lock;
+	struct rb_root mappers;
 
 	/* On-close actions armed on its words, oldest first (on_close.c). */
 	spinlock_t armed_lock;
@@ -300,6 +304,7 @@ int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly);
 struct syncmem_region *syncmem_region_get_fd(int fd, bool writable,
 					     bool *rdonly);
 void syncmem_region_owner(struct syncmem_region *r, u32 *uid, u32 *gid);
+bool syncmem_region_mapped_by(struct syncmem_region *r, const struct mm_struct *mm);
 
 /* wait.c */
 int syncmem_wait_init(void);
@@ -369,7 +374,7 @@ void syncmem_life_put(struct syncmem_life *life);
 bool syncmem_life_over(const struct syncmem_life *life);
 struct pid *syncmem_life_tgid(const struct syncmem_life *life);
 void syncmem_owner_mm_gone(struct mm_struct *mm);
-bool syncmem_owner_describe(u64 id, struct inode *inode, struct pid_namespace *ns,
+bool syncmem_owner_describe(u64 id, struct syncmem_region *r, struct pid_namespace *ns,
 			    s32 *pid, s32 *tid, bool *process);
 void syncmem_owner_unwatch_handle(struct syncmem_handle *h);
 

@@ -511,6 +511,228 @@ TEST_F(introspect, who_tells_the_pid_of_a_live_id_only_if_it_maps_the_region)
 	}
 }
 
+/*
+ * A child's mappings of a 4-page region change, step by step; WHO names the
+ * child exactly while some mapping of the region is left in its address
+ * space, however it was made (fork, split, mremap) or undone.
+ */
+TEST_F(introspect, who_follows_the_mappings_of_the_holder)
+{
+	static const struct { char cmd; bool named; } steps[] = {
+		{ 'f', true },	/* a fork's copy of the parent's mapping */
+		{ 's', true },	/* split in three by mprotect() */
+		{ 'a', true },	/* the first two pages unmapped */
+		{ 'b', false },	/* the rest unmapped: nothing left */
+		{ 'm', true },	/* mapped again, page 2 */
+		{ 'r', true },	/* moved by mremap() */
+		{ 'n', true },	/* a second mapping; the first one unmapped */
+		{ 'z', false },	/* the last one unmapped */
+	};
+	int rfd = raw_region_open(self->dev, NULL, 0, 4 * PG, 0, NULL);
+	int to_child[2], to_parent[2];
+	uint64_t *word, id;
+	char *map;
+	pid_t pid;
+
+	ASSERT_LE(0, rfd);
+	map = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	word = (uint64_t *)map;
+	ASSERT_EQ(0, pipe(to_child));
+	ASSERT_EQ(0, pipe(to_parent));
+	pid = fork();
+	if (pid == 0) {
+		char *p = map, *q = NULL, *spare;
+		char c;
+		int ok = 1;
+
+		id = owner_id(self->dev, 0);
+		spare = mmap(NULL, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (write(to_parent[1], &id, sizeof(id)) != sizeof(id))
+			_exit(1);
+		while (ok && read(to_child[0], &c, 1) == 1 && c != 'q') {
+			switch (c) {
+			case 's':
+				ok = !mprotect(p + PG, PG, PROT_READ);
+				break;
+			case 'a':
+				ok = !munmap(p, 2 * PG);
+				break;
+			case 'b':
+				ok = !munmap(p + 2 * PG, 2 * PG);
+				break;
+			case 'm':
+				p = mmap(NULL, PG, PROT_READ, MAP_SHARED, rfd, 2 * PG);
+				ok = p != MAP_FAILED;
+				break;
+			case 'r':
+				p = mremap(p, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED, spare);
+				ok = p == spare;
+				break;
+			case 'n':
+				q = mmap(NULL, PG, PROT_READ, MAP_SHARED, rfd, 0);
+				ok = q != MAP_FAILED && !munmap(p, PG);
+				break;
+			case 'z':
+				ok = !munmap(q, PG);
+				break;
+			}
+			if (write(to_parent[1], &c, 1) != 1)
+				_exit(1);
+		}
+		_exit(!ok);
+	}
+	self->kids[self->nkids++] = pid;
+	ASSERT_EQ(sizeof(id), read(to_parent[0], &id, sizeof(id)));
+	ASSERT_NE(0, id);
+	word[1] = id;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		struct syncmem_who w;
+		char c = steps[i].cmd;
+
+		if (c != 'f') {
+			ASSERT_EQ(1, write(to_child[1], &c, 1));
+			ASSERT_EQ(1, read(to_parent[0], &c, 1));
+		}
+		w = who(rfd, 8);
+		EXPECT_EQ(SYNCMEM_WHO_ALIVE, w.state);
+		EXPECT_EQ(steps[i].named ? pid : 0, w.pid) TH_LOG("step %c", steps[i].cmd);
+		EXPECT_EQ(steps[i].named ? pid : 0, w.tid) TH_LOG("step %c", steps[i].cmd);
+	}
+	ASSERT_EQ(1, write(to_child[1], "q", 1));
+	EXPECT_EQ(0, wait_exit(pid));
+	self->nkids = 0;
+	/* Its address space is gone with it; the parent still maps the region. */
+	word[1] = owner_id(self->dev, 0);
+	EXPECT_EQ(getpid(), who(rfd, 8).pid);
+	munmap(map, 4 * PG);
+	EXPECT_EQ(0, who(rfd, 8).pid);
+	close(rfd);
+	for (int i = 0; i < 2; i++) {
+		close(to_child[i]);
+		close(to_parent[i]);
+	}
+}
+
+/*
+ * The mean time of an mmap()+munmap() of an anonymous page, in ns, over at
+ * least @n of them and @min_ns.
+ */
+static uint64_t mean_mmap_ns(int n, int64_t min_ns)
+{
+	int64_t t0 = now_ns(), t;
+	int i;
+
+	for (i = 0; i < n || (t = now_ns() - t0) < min_ns; i++) {
+		void *p = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return UINT64_MAX;
+		munmap(p, PG);
+	}
+	return t / i;
+}
+
+/*
+ * WHO on the owner word of @fd as fast as it goes until @fd_in is readable,
+ * each answer @state with no pid: how many calls, and their mean time.
+ */
+static unsigned long who_until(struct __test_metadata *_metadata, int fd, int fd_in,
+			       uint32_t state, int64_t *mean_ns)
+{
+	int64_t t0 = now_ns();
+	unsigned long n = 0;
+
+	do {
+		struct syncmem_who w = who(fd, 0);
+
+		EXPECT_EQ(state, w.state);
+		EXPECT_EQ(0, w.pid);
+		n++;
+	} while (!fd_readable(fd_in));
+	*mean_ns = (now_ns() - t0) / n;
+	return n;
+}
+
+/*
+ * A process with 20,000 mappings that shares nothing with the caller: the
+ * caller writes its owner id into a region of its own and asks WHO in a
+ * loop. That must not take the victim's locks or walk its mappings, so its
+ * mmap()+munmap() stays about as fast as while the caller asks WHO about
+ * an id that was never issued (the same load on the machine, no victim),
+ * and WHO takes about as long on either id.
+ */
+TEST_F_TIMEOUT(introspect, who_on_an_id_does_not_slow_down_its_process, 600)
+{
+	uint64_t *word = (uint64_t *)self->words, id, mean[2];
+	int to_child[2], to_parent[2];
+	unsigned long whos[2];
+	int64_t who_ns[2];
+	char c;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(to_child));
+	ASSERT_EQ(0, pipe(to_parent));
+	pid = fork();
+	if (pid == 0) {
+		const size_t pages = 20000;
+		char *area;
+
+		munmap(self->words, PG);
+		close(self->fd);
+		area = mmap(NULL, pages * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+			    MAP_NORESERVE, -1, 0);
+		if (area == MAP_FAILED)
+			_exit(1);
+		for (size_t i = 1; i < pages; i += 2)	/* a mapping per page */
+			if (mprotect(area + i * PG, PG, PROT_NONE))
+				_exit(1);
+		id = owner_id(self->dev, 0);
+		if (write(to_parent[1], &id, sizeof(id)) != sizeof(id))
+			_exit(1);
+		/* Measure for half a second after each go. */
+		for (int i = 0; i < 2; i++) {
+			if (read(to_child[0], &c, 1) != 1)
+				_exit(1);
+			mean[i] = mean_mmap_ns(300, 500000000);
+			if (write(to_parent[1], &mean[i], sizeof(mean[i])) != sizeof(mean[i]))
+				_exit(1);
+		}
+		_exit(read(to_child[0], &c, 1) != 1);
+	}
+	self->kids[self->nkids++] = pid;
+	ASSERT_EQ(sizeof(id), read(to_parent[0], &id, sizeof(id)));
+	ASSERT_NE(0, id);
+	/* The baseline: WHO on an id never issued, which names no process. */
+	word[0] = 0x123456789aULL;
+	ASSERT_EQ(1, write(to_child[1], "b", 1));
+	whos[0] = who_until(_metadata, self->fd, to_parent[0], SYNCMEM_WHO_DEAD, &who_ns[0]);
+	ASSERT_EQ(sizeof(mean[0]), read(to_parent[0], &mean[0], sizeof(mean[0])));
+	/* Then on the victim's id: alive, and no pid (it does not map the region). */
+	word[0] = id;
+	ASSERT_EQ(1, write(to_child[1], "g", 1));
+	whos[1] = who_until(_metadata, self->fd, to_parent[0], SYNCMEM_WHO_ALIVE, &who_ns[1]);
+	ASSERT_EQ(sizeof(mean[1]), read(to_parent[0], &mean[1], sizeof(mean[1])));
+	ASSERT_EQ(1, write(to_child[1], "q", 1));
+	EXPECT_EQ(0, wait_exit(pid));
+	self->nkids = 0;
+	TH_LOG("mmap+munmap: %llu ns under %lu WHO calls of %lld ns on an unknown id, %llu ns under %lu of %lld ns on its own",
+	       (unsigned long long)mean[0], whos[0], (long long)who_ns[0],
+	       (unsigned long long)mean[1], whos[1], (long long)who_ns[1]);
+	/*
+	 * Generous: noise, not a walk of 20,000 mappings per call. Nor does
+	 * WHO itself cost more for a process with many mappings (a walk of
+	 * them takes milliseconds, where WHO takes microseconds).
+	 */
+	EXPECT_GE(3 * mean[0] + 100000, mean[1]);
+	EXPECT_GE(3 * who_ns[0] + 100000, who_ns[1]);
+	for (int i = 0; i < 2; i++) {
+		close(to_child[i]);
+		close(to_parent[i]);
+	}
+}
+
 static int name_obj(int fd, uint64_t off, uint64_t size, uint32_t kind, const char *name)
 {
 	struct syncmem_object_name n = {

@@ -774,6 +774,9 @@ struct syncmem_waiter_list {
  * @flags:	In: must be zero. Out: SYNCMEM_WHO_* bits.
  *
  * The word is read once; the answer may be stale by the time it returns.
+ * The region tracks the address spaces that map it, so the call takes no
+ * lock of the holder's process and costs it nothing. A mapping that a
+ * fork() copied while the kernel had no memory to track it does not count.
  * Returns 0; -EFAULT, -EINVAL.
  */
 struct syncmem_who {
