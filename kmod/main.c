@@ -74,7 +74,8 @@ static long syncmem_ioctl_version(void __user *uarg)
 				   SYNCMEM_FEAT_ON_CLOSE | SYNCMEM_FEAT_LIMITS |
 				   SYNCMEM_FEAT_REGION_LIST | SYNCMEM_FEAT_OWNERS |
 				   SYNCMEM_FEAT_HANDOFF_WAITERS | SYNCMEM_FEAT_OWNER_QUERY |
-				   SYNCMEM_FEAT_ON_CLOSE_ADD | SYNCMEM_FEAT_INTROSPECT,
+				   SYNCMEM_FEAT_ON_CLOSE_ADD | SYNCMEM_FEAT_INTROSPECT |
+				   SYNCMEM_FEAT_ON_CLOSE_MANY,
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = min_t(unsigned long, syncmem_max_regions_now(), U32_MAX),
 		.max_total_bytes = syncmem_max_total_bytes_now(),

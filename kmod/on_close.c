@@ -13,13 +13,17 @@
  * the listing happen under the lock, and so do the subtraction and the
  * unlisting, so a count is never added without an action to undo it.
  *
- * The list is short (SYNCMEM_ON_CLOSE_MAX) and only touched by arm, disarm
- * and release, so a plain list under a spinlock is enough.
+ * A handle holds as many actions as its opener's max_user_on_close lets it
+ * (thousands: a server leads a single-flight per key it fills), so they
+ * are kept in arming order for release and in a tree by user_data for arm
+ * and disarm: O(log n) each, under the handle's spinlock. fdinfo lists the
+ * first SYNCMEM_FDINFO_ON_CLOSE of them.
  */
 #include <linux/err.h>
 #include <linux/list.h>
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
+#include <linux/rbtree.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -28,8 +32,12 @@
 
 #include "syncmem_core.h"
 
+/* Actions a handle's fdinfo lists at most (its count says how many there are). */
+#define SYNCMEM_FDINFO_ON_CLOSE	32
+
 struct syncmem_on_close_action {
-	struct list_head node;
+	struct list_head node;		/* in h->on_close, arming order */
+	struct rb_node tree_node;	/* in h->on_close_tree, by @user_data */
 	struct list_head region_node;	/* in r->armed, under r->armed_lock */
 	struct pid *tgid;		/* who armed it; referenced */
 	struct syncmem_region *r;	/* holds a reference */
@@ -45,6 +53,7 @@ struct syncmem_on_close_action {
 void syncmem_on_close_init(struct syncmem_handle *h)
 {
 	INIT_LIST_HEAD(&h->on_close);
+	h->on_close_tree = RB_ROOT;
 	spin_lock_init(&h->on_close_lock);
 }
 
@@ -52,10 +61,13 @@ void syncmem_on_close_init(struct syncmem_handle *h)
 void syncmem_on_close_show(struct seq_file *m, struct syncmem_handle *h)
 {
 	struct syncmem_on_close_action *a;
+	unsigned int n = 0;
 
-	/* At most SYNCMEM_ON_CLOSE_MAX. */
 	spin_lock(&h->on_close_lock);
+	seq_printf(m, "syncmem-armed:\t%lu\n", h->nr_on_close);
 	list_for_each_entry(a, &h->on_close, node) {
+		if (n++ == SYNCMEM_FDINFO_ON_CLOSE)
+			break;
 		seq_printf(m, "syncmem-on-close:\tregion=%lu offset=0x%llx size=%u user_data=0x%llx value=0x%llx",
 			   a->r->inode->i_ino, a->offset, a->size, a->user_data,
 			   a->value);
@@ -69,13 +81,51 @@ void syncmem_on_close_show(struct seq_file *m, struct syncmem_handle *h)
 static struct syncmem_on_close_action *
 syncmem_on_close_find(struct syncmem_handle *h, u64 user_data)
 {
-	struct syncmem_on_close_action *a;
+	struct rb_node *n = h->on_close_tree.rb_node;
 
 	lockdep_assert_held(&h->on_close_lock);
-	list_for_each_entry(a, &h->on_close, node)
-		if (a->user_data == user_data)
+	while (n) {
+		struct syncmem_on_close_action *a =
+			rb_entry(n, struct syncmem_on_close_action, tree_node);
+
+		if (user_data == a->user_data)
 			return a;
+		n = user_data < a->user_data ? n->rb_left : n->rb_right;
+	}
 	return NULL;
+}
+
+/* Under h->on_close_lock: list @a last and in the tree, or -EEXIST. */
+static int syncmem_on_close_insert(struct syncmem_handle *h,
+				   struct syncmem_on_close_action *a)
+{
+	struct rb_node **link = &h->on_close_tree.rb_node, *parent = NULL;
+
+	lockdep_assert_held(&h->on_close_lock);
+	while (*link) {
+		struct syncmem_on_close_action *b =
+			rb_entry(*link, struct syncmem_on_close_action, tree_node);
+
+		if (a->user_data == b->user_data)
+			return -EEXIST;
+		parent = *link;
+		link = a->user_data < b->user_data ? &parent->rb_left : &parent->rb_right;
+	}
+	rb_link_node(&a->tree_node, parent, link);
+	rb_insert_color(&a->tree_node, &h->on_close_tree);
+	list_add_tail(&a->node, &h->on_close);
+	h->nr_on_close++;
+	return 0;
+}
+
+/* Under h->on_close_lock: @a is no longer the handle's. */
+static void syncmem_on_close_unlink(struct syncmem_handle *h,
+				    struct syncmem_on_close_action *a)
+{
+	lockdep_assert_held(&h->on_close_lock);
+	rb_erase(&a->tree_node, &h->on_close_tree);
+	list_del(&a->node);
+	h->nr_on_close--;
 }
 
 void syncmem_armed_init(struct syncmem_region *r)
@@ -148,13 +198,8 @@ long syncmem_ioctl_arm_on_close(struct syncmem_handle *h, void __user *uarg)
 	};
 
 	spin_lock(&h->on_close_lock);
-	if (syncmem_on_close_find(h, arg.user_data))
-		ret = -EEXIST;
-	else if (h->nr_on_close >= SYNCMEM_ON_CLOSE_MAX)
-		ret = -ENOSPC;
+	ret = syncmem_on_close_insert(h, a);
 	if (!ret) {
-		list_add_tail(&a->node, &h->on_close);
-		h->nr_on_close++;
 		a->tgid = get_pid(task_tgid(current));
 		syncmem_armed_add(a);
 		if (a->add)
@@ -188,8 +233,7 @@ long syncmem_ioctl_disarm(struct syncmem_handle *h, void __user *uarg)
 	if (a && undo && !a->add) {
 		ret = -EINVAL;
 	} else if (a) {
-		list_del(&a->node);
-		h->nr_on_close--;
+		syncmem_on_close_unlink(h, a);
 		if (undo)
 			ret = !syncmem_word_add_return(a->r, a->offset, a->size, -a->value);
 	}
@@ -209,6 +253,7 @@ void syncmem_on_close_run(struct syncmem_handle *h)
 
 	spin_lock(&h->on_close_lock);
 	list_splice_init(&h->on_close, &armed);
+	h->on_close_tree = RB_ROOT;	/* its nodes are all freed below */
 	h->nr_on_close = 0;
 	spin_unlock(&h->on_close_lock);
 
@@ -220,6 +265,7 @@ void syncmem_on_close_run(struct syncmem_handle *h)
 					       a->expected, a->value);
 		list_del(&a->node);
 		syncmem_on_close_free(h, a);
+		cond_resched();		/* thousands, each waking a word */
 	}
 }
 

@@ -263,9 +263,10 @@ struct syncmem_handle {
 	atomic_t reaping;		/* ends of programs cleaning up here */
 
 	/* Actions run when the handle is released (on_close.c). */
-	struct list_head on_close;
-	unsigned int nr_on_close;
-	spinlock_t on_close_lock;	/* on_close, nr_on_close */
+	struct list_head on_close;	/* in arming order */
+	struct rb_root on_close_tree;	/* the same, by user_data */
+	unsigned long nr_on_close;
+	spinlock_t on_close_lock;	/* on_close*, nr_on_close */
 };
 
 /* limits.c: module parameters and charging. */

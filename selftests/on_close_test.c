@@ -249,13 +249,15 @@ TEST_F(on_close, errors)
 	syncmem_unlink("on-close-ro");
 	syncmem_close(ro);
 
-	/* Unique user_data, at most SYNCMEM_ON_CLOSE_MAX. */
+	/* Unique user_data; a handle has no cap of its own (the old 64 is none). */
 	EXPECT_EQ(0, ARM(.user_data = 100));
 	EXPECT_EQ(-EEXIST, ARM(.user_data = 100));
-	for (int i = 1; i < SYNCMEM_ON_CLOSE_MAX; i++)
+	for (int i = 1; i < 2 * SYNCMEM_ON_CLOSE_MAX; i++)
 		EXPECT_EQ(0, ARM(.user_data = 100 + i));
-	EXPECT_EQ(-ENOSPC, ARM(.user_data = 1));
+	EXPECT_EQ(-EEXIST, ARM(.user_data = 150));
 	EXPECT_EQ(0, disarm(dev, 150));
+	EXPECT_EQ(-ENOENT, disarm(dev, 150));
+	EXPECT_EQ(0, ARM(.user_data = 150));
 	EXPECT_EQ(0, ARM(.user_data = 1));
 #undef ARM
 	d = (struct syncmem_disarm){ .user_data = 1, .flags = 1 };
@@ -268,6 +270,94 @@ TEST_F(on_close, errors)
 	EXPECT_EQ(-ENOTTY, raw_ioctl(self->fd, SYNCMEM_IOC_DISARM, &d));
 	close(dev);
 	EXPECT_EQ(0, self->words[0]);	/* all armed with value 0 */
+}
+
+/* In /proc/self/fdinfo/@fd: the lines starting with @prefix, and the value of @key. */
+static int fdinfo_count(int fd, const char *prefix, const char *key, long long *value)
+{
+	char path[64], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	*value = -1;
+	while (fgets(line, sizeof(line), f)) {
+		n += !strncmp(line, prefix, strlen(prefix));
+		if (!strncmp(line, key, strlen(key)))
+			*value = strtoll(line + strlen(key), NULL, 0);
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * As nobody, with max_user_on_close @limit: arm @n (even) actions on one handle,
+ * counting ones on word 1 and storing ones (values 1..) on word 2, check
+ * the one beyond the limit, disarm every other one, and close. Exit 0 when
+ * every step did what it must.
+ */
+static int child_arms_many(int rfd, uint32_t *words, int n, int limit)
+{
+	int dev, err;
+
+	if (become_nobody())
+		return 2;
+	dev = dev_open();
+	if (dev < 0)
+		return 3;
+	for (int i = 0; i < n; i++) {
+		err = arm(dev, rfd, 4, SYNCMEM_ON_CLOSE_ADD, 0, 1, 2 * i + 1);
+		if (!err)
+			err = arm(dev, rfd, 8, 0, 0, i + 1, 2 * i + 2);
+		if (err)
+			return 10;
+	}
+	if (words[1] != (uint32_t)n)
+		return 11;
+	/* fdinfo counts them all and lists the first 32. */
+	long long armed;
+
+	if (fdinfo_count(dev, "syncmem-on-close:", "syncmem-armed:\t", &armed) != 32 ||
+	    armed != 2 * n)
+		return 17;
+	/* One more is over the user's limit, whichever handle asks. */
+	if (n * 2 == limit && arm(dev, rfd, 12, 0, 0, 1, 1000000) != -EDQUOT)
+		return 12;
+	/* Every other one goes, in an order unrelated to arming. */
+	for (int i = n - 1; i >= 0; i -= 2) {
+		struct syncmem_disarm d = { .user_data = 2 * i + 1, .flags = SYNCMEM_DISARM_UNDO };
+
+		if (raw_ioctl(dev, SYNCMEM_IOC_DISARM, &d) < 0 || disarm(dev, 2 * i + 2))
+			return 13;
+	}
+	if (words[1] != (uint32_t)n / 2)
+		return 14;
+	/* Room again: the user's charge went with them. */
+	if (arm(dev, rfd, 12, 0, 0, 7, 1000000))
+		return 15;
+	close(dev);
+	/* The rest ran at close, in arming order: the last store is the newest. */
+	if (words[1] != 0 || words[2] != (uint32_t)n - 1 || words[3] != 7)
+		return 16;
+	return 0;
+}
+
+TEST_F(on_close, a_handle_holds_thousands_of_actions_up_to_the_users_limit)
+{
+	unsigned long long saved = get_param("max_user_on_close");
+	pid_t pid;
+
+	ASSERT_NE(~0ULL, saved);
+	/* 2000 actions on one handle: the user's limit, not the handle's. */
+	ASSERT_EQ(0, set_param("max_user_on_close", 2000));
+	pid = fork();
+	if (pid == 0)
+		_exit(child_arms_many(self->fd, self->words, 1000, 2000));
+	EXPECT_EQ(0, wait_exit(pid));
+	set_param("max_user_on_close", saved);
 }
 
 TEST_HARNESS_MAIN

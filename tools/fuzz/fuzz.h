@@ -397,7 +397,7 @@ struct fdinfo {
 	/* -1: absent */
 	int64_t ino, named, size, mode, rdonly, objects, armed, waiters, eventfd, outstanding;
 	unsigned int nwaits, non_close;	/* lines, even those not kept */
-	struct fdinfo_entry waits[FDINFO_MAX], on_close[SYNCMEM_ON_CLOSE_MAX];
+	struct fdinfo_entry waits[FDINFO_MAX], on_close[FDINFO_WAITS];
 };
 
 /*

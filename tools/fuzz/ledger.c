@@ -57,7 +57,7 @@
 #define UD_END		64
 #define ND_MAX		4	/* outstanding unpredictable records per user_data */
 #define EXPECT_MAX	512
-#define ARM_MAX		SYNCMEM_ON_CLOSE_MAX
+#define ARM_MAX		100	/* user_data values the ledger arms: all fit a handle */
 
 /* How much this thread knows about whether a wait of a user_data is pending. */
 enum pending {
@@ -653,7 +653,7 @@ static struct armed *armed_find(struct ledger *l, uint64_t ud)
 
 static void arm(struct thread_ctx *t, struct ledger *l)
 {
-	/* Mostly few user_data values (-EEXIST), sometimes many (-ENOSPC). */
+	/* Mostly few user_data values (-EEXIST), sometimes many (no cap per handle). */
 	uint64_t ud = rng_chance(&t->rng, 3, 4) ? rng_below(&t->rng, 24) : rng_below(&t->rng, 100);
 	struct armed a = {
 		.user_data = ud, .word = ARMED_WORD0 + (uint32_t)rng_below(&t->rng, 8),
@@ -681,8 +681,6 @@ static void arm(struct thread_ctx *t, struct ledger *l)
 		 l->narmed);
 	if (armed_find(l, ud))
 		ALLOWED(l, OP_ARM_ON_CLOSE, ret, what, -EEXIST);
-	else if (l->narmed == ARM_MAX)
-		ALLOWED(l, OP_ARM_ON_CLOSE, ret, what, -ENOSPC);
 	else if (ALLOWED(l, OP_ARM_ON_CLOSE, ret, what, 0) && ret == 0)
 		l->armed[l->narmed++] = a;
 }
@@ -1260,7 +1258,8 @@ static void fdinfo_region(struct thread_ctx *t, struct ledger *l, struct fdinfo 
 /*
  * The private handle's fdinfo: our pending waits (the first 32, oldest
  * first), our waits outstanding (pending, or completed and not read; one
- * may be freed a little after its record was read) and our actions.
+ * may be freed a little after its record was read) and our actions (their
+ * count, and the first 32 in arming order).
  */
 static void fdinfo_handle(struct thread_ctx *t, struct ledger *l, struct fdinfo *fi)
 {
@@ -1284,10 +1283,12 @@ static void fdinfo_handle(struct thread_ctx *t, struct ledger *l, struct fdinfo 
 	    fi->outstanding < sure + l->expect_len + nd ||
 	    fi->nwaits < (sure < FDINFO_WAITS ? sure : FDINFO_WAITS) ||
 	    fi->nwaits > (sure + nd < FDINFO_WAITS ? sure + nd : FDINFO_WAITS) ||
-	    fi->non_close != l->narmed || fstat(l->region, &st)) {
-		finding("ledger: %s says eventfd %lld outstanding %lld (%u pinned pending, %u records due, %u others), %u waits pending listed, %u actions armed (%u)",
+	    fi->armed != l->narmed ||
+	    fi->non_close != (l->narmed < FDINFO_WAITS ? l->narmed : FDINFO_WAITS) ||
+	    fstat(l->region, &st)) {
+		finding("ledger: %s says eventfd %lld outstanding %lld (%u pinned pending, %u records due, %u others), %u waits pending listed, %lld actions armed in %u lines (%u)",
 			what, (long long)fi->eventfd, (long long)fi->outstanding, sure, l->expect_len,
-			nd, fi->nwaits, fi->non_close, l->narmed);
+			nd, fi->nwaits, (long long)fi->armed, fi->non_close, l->narmed);
 		return;
 	}
 	/* The pinned waits, oldest first, each on its word. */
@@ -1322,7 +1323,8 @@ static void fdinfo_handle(struct thread_ctx *t, struct ledger *l, struct fdinfo 
 		finding("ledger: %s lists %u of our %u pinned waits", what, k, sure);
 		return;
 	}
-	for (unsigned int i = 0; i < l->narmed; i++) {
+	/* The oldest ones, in arming order. */
+	for (unsigned int i = 0; i < fi->non_close; i++) {
 		const struct fdinfo_entry *x = &fi->on_close[i];
 		const struct armed *a = &l->armed[i];
 

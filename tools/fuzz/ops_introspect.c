@@ -1051,7 +1051,7 @@ static bool fdinfo_parse(char *text, size_t len, struct fdinfo *fi)
 				return malformed(fi, "a syncmem-%s line that does not parse", line);
 			if (wait && *n < FDINFO_MAX)
 				fi->waits[*n] = e;
-			else if (!wait && *n < SYNCMEM_ON_CLOSE_MAX)
+			else if (!wait && *n < FDINFO_WAITS)
 				fi->on_close[*n] = e;
 			(*n)++;
 		}	/* other keys: newer than this fuzzer */
@@ -1132,7 +1132,7 @@ static void fdinfo_region_check(const struct obj *o, const struct fdinfo *fi,
 		       fi->region, fi->handle, fi->non_close, (long long)fi->armed);
 		return;
 	}
-	for (unsigned int i = 0; i < fi->non_close && i < SYNCMEM_ON_CLOSE_MAX; i++) {
+	for (unsigned int i = 0; i < fi->non_close && i < FDINFO_WAITS; i++) {
 		const struct fdinfo_entry *a = &fi->on_close[i];
 
 		if ((a->size != 4 && a->size != 8) || !word_fits(a->offset, a->size, o->size) ||
@@ -1190,12 +1190,19 @@ static void fdinfo_handle_check(const struct fdinfo *fi, const char *what)
 		       fi->nwaits);
 		return;
 	}
+	/* The first of its armed actions, counted under the same lock. */
+	if (fi->armed < 0 ||
+	    fi->non_close != (fi->armed < FDINFO_WAITS ? fi->armed : FDINFO_WAITS)) {
+		insane("fdinfo", what, "%u syncmem-on-close lines for %lld actions (at most %d listed)",
+		       fi->non_close, (long long)fi->armed, FDINFO_WAITS);
+		return;
+	}
 	for (unsigned int i = 0; i < listed; i++)
 		if (fi->waits[i].size != 4 && fi->waits[i].size != 8) {
 			insane("fdinfo", what, "async wait %u of size %u", i, fi->waits[i].size);
 			return;
 		}
-	for (unsigned int i = 0; i < fi->non_close && i < SYNCMEM_ON_CLOSE_MAX; i++)
+	for (unsigned int i = 0; i < fi->non_close && i < FDINFO_WAITS; i++)
 		if (fi->on_close[i].size != 4 && fi->on_close[i].size != 8) {
 			insane("fdinfo", what, "on-close action %u of size %u", i, fi->on_close[i].size);
 			return;

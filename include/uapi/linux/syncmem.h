@@ -37,6 +37,7 @@
 #define SYNCMEM_FEAT_OWNER_QUERY	(1ULL << 9)  /* SYNCMEM_OWNER_QUERY, _NOBODY */
 #define SYNCMEM_FEAT_ON_CLOSE_ADD	(1ULL << 10) /* SYNCMEM_ON_CLOSE_ADD, _DISARM_UNDO */
 #define SYNCMEM_FEAT_INTROSPECT		(1ULL << 11) /* WAITERS, WHO, OBJECT*, ARMED */
+#define SYNCMEM_FEAT_ON_CLOSE_MANY	(1ULL << 12) /* no per-handle cap on armed actions */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -468,7 +469,14 @@ struct syncmem_post {
 	__u32 flags;
 };
 
-/* Most actions armed on one handle at a time. */
+/*
+ * Deprecated: no longer a limit, kept so that code naming it still builds.
+ * A handle holds as many armed actions as its opener's max_user_on_close
+ * (module parameter, default 4096, shared by all of the user's handles)
+ * lets it; beyond that ARM_ON_CLOSE fails with -EDQUOT. Module versions
+ * before SYNCMEM_FEAT_ON_CLOSE_MANY capped each handle at this many
+ * (-ENOSPC).
+ */
 #define SYNCMEM_ON_CLOSE_MAX		64
 
 /* Bits of struct syncmem_on_close.flags. */
@@ -504,8 +512,8 @@ struct syncmem_post {
  * process that counts itself in can die at any instruction and the count
  * stays exact. A plain DISARM leaves the value added.
  * Errors: -EBADF (not a writable region fd), -EEXIST (@user_data already
- * armed), -ENOSPC (SYNCMEM_ON_CLOSE_MAX armed), -EDQUOT (the handle
- * opener's max_user_on_close), -ENOMEM, -EINVAL.
+ * armed), -EDQUOT (the handle opener's max_user_on_close: all of its
+ * handles together), -ENOMEM, -EINVAL. A handle has no limit of its own.
  */
 struct syncmem_on_close {
 	__s32 region_fd;
