@@ -1437,6 +1437,8 @@ int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
  * -EOWNERDEAD: the leader's process died mid-flight.
  * -EMSGSIZE: the result is larger than @cap.
  * -ENOSPC: the table is full.
+ * -EDQUOT: the user has max_user_on_close kernel on-close actions armed
+ *	(a leader arms two).
  * -ENOMEM: no free pool block for the result.
  * -E2BIG: the key is longer than SYNCMEM_KEY_MAX.
  * -EDEADLK: called from inside @fn of a flight of the same key, which would

@@ -674,4 +674,100 @@ TEST_F(flight, limits_and_errors)
 	EXPECT_EQ(0, syncmem_flight_in_flight(self->f));
 }
 
+/* Many keys: their index as the result, from the loop. */
+static int index_fn(void *arg, void *out, size_t cap, size_t *len)
+{
+	*len = (size_t)snprintf(out, cap, "value %d", (int)(intptr_t)arg);
+	return 0;
+}
+
+/* Per key: 1 once its callback got its own result, -1 for a wrong one. */
+static int many_results[256];
+
+static void many_cb(void *arg, int result, const void *data, size_t len)
+{
+	int *res = arg;
+	char want[32];
+	int n = snprintf(want, sizeof(want), "value %d", (int)(res - many_results));
+
+	*res = result == n && len == (size_t)n && !memcmp(data, want, len) ? 1 : -1;
+}
+
+/*
+ * As nobody (the default per-user limits, no CAP_SYS_RESOURCE), lead @n
+ * flights of distinct keys from one event loop at once, then run it: 0 when
+ * every one completed with its own result; with @over (the last), that
+ * leader is past the user's max_user_on_close and gets -EDQUOT, the others
+ * complete.
+ */
+static int lead_many(int n, int over)
+{
+	size_t pool_len = syncmem_pool_footprint(64, 256);
+	size_t table_len = syncmem_flight_footprint(256);
+	struct syncmem_region *r;
+	struct syncmem_pool *pool;
+	struct syncmem_flight *f;
+	struct syncmem_loop *loop;
+	char *base;
+	int err;
+
+	if (become_nobody())
+		return 2;
+	if (syncmem_open(NULL, 1 << 20, 0, 0, &r))
+		return 3;
+	base = syncmem_base(r);
+	if (syncmem_pool_init(base, pool_len, 64, 256, &pool) ||
+	    syncmem_flight_init(r, base + ((pool_len + 63) & ~(size_t)63), table_len, 256, pool,
+				&f) ||
+	    syncmem_loop_new(&loop))
+		return 4;
+	for (int i = 0; i < n; i++) {
+		char key[16];
+
+		many_results[i] = 0;
+		snprintf(key, sizeof(key), "key %d", i);
+		err = syncmem_flight_do_async(loop, r, f, key, strlen(key), index_fn,
+					      (void *)(intptr_t)i, many_cb, &many_results[i]);
+		if (over && i == over) {
+			if (err != -EDQUOT)
+				return 5;
+			many_results[i] = 1;	/* nothing will run */
+		} else if (err) {
+			fprintf(stderr, "# flight %d of %d: %d\n", i, n, err);
+			return 6;
+		}
+	}
+	/* Every leader's flight is in flight at once. */
+	if (syncmem_flight_in_flight(f) != (uint32_t)(over ? n - 1 : n))
+		return 7;
+	if (syncmem_loop_run(loop))
+		return 8;
+	for (int i = 0; i < n; i++)
+		if (many_results[i] != 1)
+			return 9;
+	if (syncmem_flight_in_flight(f))
+		return 10;
+	syncmem_loop_free(loop);
+	return 0;
+}
+
+TEST_F_TIMEOUT(flight, two_hundred_flights_led_from_one_loop, 300)
+{
+	unsigned long long saved = get_param("max_user_on_close");
+	pid_t pid;
+
+	ASSERT_NE(~0ULL, saved);
+	pid = fork();
+	if (pid == 0)
+		_exit(lead_many(200, 0));
+	EXPECT_EQ(0, wait_exit(pid));
+	/* Room for 10 leaders (two actions each): the 11th is -EDQUOT. */
+	ASSERT_EQ(0, set_param("max_user_on_close", 21));
+	pid = fork();
+	if (pid == 0)
+		_exit(lead_many(11, 10));
+	EXPECT_EQ(0, wait_exit(pid));
+	set_param("max_user_on_close", saved);
+}
+
 TEST_HARNESS_MAIN
