@@ -250,7 +250,7 @@ static int flight_count_in(struct flight_call *c, struct keytab_entry *e)
 		return -EUCLEAN;
 	if (!syncmem__count_arm(c->r, &e->refs, &c->count))
 		return 0;
-	/* Too many armed in this process: a plain count (lost if it dies). */
+	/* The user has max_user_on_close armed: a plain count (lost if it dies). */
 	c->count = 0;
 	return syncmem__keytab_get(e);
 }
