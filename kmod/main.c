@@ -2,6 +2,8 @@
 /*
  * syncmem: the /dev/syncmem misc device, its handles and the handle ioctls.
  */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
@@ -75,7 +77,7 @@ static long syncmem_ioctl_version(void __user *uarg)
 				   SYNCMEM_FEAT_REGION_LIST | SYNCMEM_FEAT_OWNERS |
 				   SYNCMEM_FEAT_HANDOFF_WAITERS | SYNCMEM_FEAT_OWNER_QUERY |
 				   SYNCMEM_FEAT_ON_CLOSE_ADD | SYNCMEM_FEAT_INTROSPECT |
-				   SYNCMEM_FEAT_ON_CLOSE_MANY,
+				   SYNCMEM_FEAT_ON_CLOSE_MANY | SYNCMEM_FEAT_HANDLE_OPEN,
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = min_t(unsigned long, syncmem_max_regions_now(), U32_MAX),
 		.max_total_bytes = syncmem_max_total_bytes_now(),
@@ -184,6 +186,11 @@ static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 	struct syncmem_handle *h = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
+	/* What only the device node allows (see syncmem_ioctl_handle_open()). */
+	if (h->limited &&
+	    (cmd == SYNCMEM_IOC_REGION_OPEN || cmd == SYNCMEM_IOC_REGION_UNLINK ||
+	     cmd == SYNCMEM_IOC_REGION_LIST || cmd == SYNCMEM_IOC_STATS))
+		return -EPERM;
 	switch (cmd) {
 	case SYNCMEM_IOC_SET_EVENTFD:
 		return syncmem_ioctl_set_eventfd(h, uarg);
@@ -212,6 +219,50 @@ static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 	default:
 		return -ENOIOCTLCMD;
 	}
+}
+
+static const struct file_operations syncmem_dev_fops;
+
+/**
+ * syncmem_ioctl_handle_open - a handle from a region fd (HANDLE_OPEN)
+ * @uarg:	struct syncmem_handle_open.
+ *
+ * For a process that was given region fds but cannot open /dev/syncmem. The
+ * handle is an anonymous file with the device's file operations, charged to
+ * the caller as an open is, and limited to what a region fd already lets
+ * its holder reach: it creates, unlinks and lists no regions and reads no
+ * counters. Returns the fd (O_CLOEXEC) or a negative errno.
+ */
+long syncmem_ioctl_handle_open(void __user *uarg)
+{
+	struct syncmem_handle_open arg;
+	struct syncmem_handle *h;
+	struct file *file;
+	int fd;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.pad)
+		return -EINVAL;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	h = syncmem_handle_create();
+	if (!h) {
+		put_unused_fd(fd);
+		return -ENOMEM;
+	}
+	h->limited = true;
+	/* Takes a module reference for the file (fops->owner). */
+	file = anon_inode_getfile("[syncmem]", &syncmem_dev_fops, h, O_RDWR);
+	if (IS_ERR(file)) {
+		syncmem_handle_release(h);
+		put_unused_fd(fd);
+		return PTR_ERR(file);
+	}
+	syncmem_file_set_nowait(file);
+	fd_install(fd, file);
+	return fd;
 }
 
 /* /proc/<pid>/fdinfo/<fd> of a handle: its async waits and on-close actions. */

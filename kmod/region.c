@@ -433,6 +433,8 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 		return syncmem_ioctl_objects(r, uarg);
 	case SYNCMEM_IOC_ARMED:
 		return syncmem_ioctl_armed(r, uarg);
+	case SYNCMEM_IOC_HANDLE_OPEN:
+		return syncmem_ioctl_handle_open(uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}

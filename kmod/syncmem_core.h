@@ -234,6 +234,7 @@ struct syncmem_handle {
 	struct syncmem_user *user;	/* the opener: charged for waits, actions */
 	struct syncmem_ns *ns;		/* the opener's IPC namespace */
 	bool unlimited;			/* opened with CAP_SYS_RESOURCE */
+	bool limited;			/* made by HANDLE_OPEN: no region calls */
 
 	spinlock_t lock;		/* pending*, cq, nr_outstanding, closed */
 	struct rb_root pending;		/* queued async waits by user_data */
@@ -424,6 +425,9 @@ long syncmem_list_reply(void __user *uarg, const void *arg, size_t arg_size,
 long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_who(struct syncmem_region *r, void __user *uarg);
 void syncmem_region_show_fdinfo(struct seq_file *m, struct file *file);
+
+/* main.c */
+long syncmem_ioctl_handle_open(void __user *uarg);
 
 /* names.c */
 int syncmem_ns_init(void);

@@ -38,6 +38,7 @@
 #define SYNCMEM_FEAT_ON_CLOSE_ADD	(1ULL << 10) /* SYNCMEM_ON_CLOSE_ADD, _DISARM_UNDO */
 #define SYNCMEM_FEAT_INTROSPECT		(1ULL << 11) /* WAITERS, WHO, OBJECT*, ARMED */
 #define SYNCMEM_FEAT_ON_CLOSE_MANY	(1ULL << 12) /* no per-handle cap on armed actions */
+#define SYNCMEM_FEAT_HANDLE_OPEN	(1ULL << 13) /* HANDLE_OPEN on a region fd */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -676,6 +677,30 @@ struct syncmem_unlock {
 	__u32 pad;
 };
 
+/**
+ * struct syncmem_handle_open - a handle from a region fd (region fd ioctl)
+ * @flags:	In: must be zero.
+ * @pad:	Must be zero.
+ *
+ * Returns a new handle fd (O_RDWR, O_CLOEXEC), for a process that holds a
+ * region fd but cannot open /dev/syncmem: a chroot or a mount namespace
+ * without the node, a node whose mode or an LSM forbids the caller. The
+ * handle is charged to the caller as an open of /dev/syncmem is, and does
+ * what such a handle does (async waits, records, its eventfd, POST,
+ * on-close actions, OWNER, VERSION), except what the device node would
+ * have to allow: REGION_OPEN, REGION_UNLINK, REGION_LIST and STATS on it
+ * are -EPERM, before their arguments are read. Each of its calls that
+ * reaches a region names a region fd of the caller, which grants what it
+ * grants: ARM_ON_CLOSE needs a writable one, and a WAIT_ASYNC through a
+ * read-only one observes. A read-only region fd gives a handle too.
+ * Errors: -EINVAL (flags, pad), -EFAULT, -EMFILE, -ENFILE, -ENOMEM;
+ * -ENOTTY on a handle (this is a region fd ioctl).
+ */
+struct syncmem_handle_open {
+	__u32 flags;
+	__u32 pad;
+};
+
 /*
  * Introspection: who waits on a region's words, who holds its owner words,
  * and the names its users gave to the objects in it. Any region fd may ask,
@@ -948,5 +973,6 @@ struct syncmem_armed_list {
 #define SYNCMEM_IOC_OBJECT_NAME		_IOW(SYNCMEM_IOC_MAGIC, 0x18, struct syncmem_object_name)
 #define SYNCMEM_IOC_OBJECTS		_IOWR(SYNCMEM_IOC_MAGIC, 0x19, struct syncmem_object_list)
 #define SYNCMEM_IOC_ARMED		_IOWR(SYNCMEM_IOC_MAGIC, 0x1a, struct syncmem_armed_list)
+#define SYNCMEM_IOC_HANDLE_OPEN		_IOW(SYNCMEM_IOC_MAGIC, 0x1b, struct syncmem_handle_open)
 
 #endif /* _UAPI_LINUX_SYNCMEM_H */
