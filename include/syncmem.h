@@ -225,13 +225,40 @@ typedef void (*syncmem_wait_cb)(void *arg, int result);
  * Errors:
  * -EINVAL: @out is NULL.
  * -ENOMEM: no memory for the loop.
- * -ENODEV: the module is not loaded.
+ * -ENODEV: the module is not loaded, or this process cannot see
+ *	/dev/syncmem (use syncmem_loop_new_region()).
+ * -EACCES: the mode of /dev/syncmem forbids opening it (use
+ *	syncmem_loop_new_region()).
+ * -EPROTO: the module speaks another ABI version.
  * -EBADFD: (every call taking the loop) the caller is a child forked from
  *	the loop's process, which shares the loop's handle and ring.
  *
  * Notes: io_uring_queue_init()'s errors are passed on as they are.
  */
 int syncmem_loop_new(struct syncmem_loop **out);
+
+/*
+ * Make an event loop whose handle comes from a region fd.
+ * The handle is made from the region fd of @r (SYNCMEM_IOC_HANDLE_OPEN),
+ * for a process that holds region fds but cannot open /dev/syncmem: a
+ * chroot, a container or sandbox without the node, or a node whose mode
+ * forbids it.
+ * The loop serves every call that takes one, on any region the process
+ * holds, as a loop from syncmem_loop_new() does.
+ * @r may be closed while the loop lives.
+ *
+ * Returns: 0, and the loop in *@out.
+ * Errors:
+ * -EINVAL: @r or @out is NULL.
+ * -ENOTTY: the loaded module has no SYNCMEM_IOC_HANDLE_OPEN.
+ * -EPROTO: the module speaks another ABI version.
+ * -EMFILE: no free file descriptor.
+ * -ENOMEM: no memory for the loop.
+ * -EBADFD: (every call taking the loop) as for syncmem_loop_new().
+ *
+ * Notes: io_uring_queue_init()'s errors are passed on as they are.
+ */
+int syncmem_loop_new_region(struct syncmem_region *r, struct syncmem_loop **out);
 
 /*
  * Cancel every pending wait, run every callback, and free the loop.

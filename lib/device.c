@@ -34,21 +34,12 @@ int syncmem__ioctl(int fd, unsigned long req, void *arg)
 					 SYNCMEM_FEAT_ON_CLOSE | SYNCMEM_FEAT_OWNERS |	\
 					 SYNCMEM_FEAT_HANDOFF_WAITERS | SYNCMEM_FEAT_OWNER_QUERY)
 
-int syncmem__device_open(void)
+/* Check that handle @fd speaks our ABI: @fd, or -errno with @fd closed. */
+static int handle_check(int fd)
 {
-	const char *path = getenv("SYNCMEM_DEVICE");
 	struct syncmem_version v;
-	int fd, err;
+	int err = syncmem__ioctl(fd, SYNCMEM_IOC_VERSION, &v);
 
-	if (!path || !*path)
-		path = SYNCMEM_DEVICE_PATH;
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		err = errno;
-		/* No device node (or not our device): the module is not loaded. */
-		return (err == ENOENT || err == ENXIO || err == ENODEV) ? -ENODEV : -err;
-	}
-	err = syncmem__ioctl(fd, SYNCMEM_IOC_VERSION, &v);
 	if (err == -ENOTTY) {
 		err = -ENODEV;
 	} else if (!err && (v.abi_version != SYNCMEM_ABI_VERSION ||
@@ -60,4 +51,33 @@ int syncmem__device_open(void)
 		return err;
 	}
 	return fd;
+}
+
+int syncmem__device_open(void)
+{
+	const char *path = getenv("SYNCMEM_DEVICE");
+	int fd, err;
+
+	if (!path || !*path)
+		path = SYNCMEM_DEVICE_PATH;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		/*
+		 * No device node (or not our device): the module is not loaded,
+		 * or this process cannot see its node (syncmem_strerror() says
+		 * both). EACCES and EPERM stay what they are.
+		 */
+		return (err == ENOENT || err == ENXIO || err == ENODEV) ? -ENODEV : -err;
+	}
+	return handle_check(fd);
+}
+
+int syncmem__region_handle(int region_fd)
+{
+	struct syncmem_handle_open arg = { 0 };
+	int fd = syncmem__ioctl(region_fd, SYNCMEM_IOC_HANDLE_OPEN, &arg);
+
+	/* -ENOTTY: a module without HANDLE_OPEN (or not a region fd). */
+	return fd < 0 ? fd : handle_check(fd);
 }

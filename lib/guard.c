@@ -7,7 +7,8 @@
  *
  * The handle is opened on first use and closed in a forked child (its copy
  * would otherwise keep the parent's guards from firing when the parent
- * dies); the child opens its own when it needs one.
+ * dies); the child opens its own when it needs one. A process that cannot
+ * open /dev/syncmem makes it from the region fd it arms on.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,6 +46,12 @@ static int guard_arm_action(struct syncmem_on_close *arg, uint64_t *id)
 	pthread_mutex_lock(&guard_mutex);
 	if (guard_fd < 0) {
 		ret = syncmem__device_open();
+		/* No device to open here (a sandbox): a handle from the region fd. */
+		if (ret == -ENODEV || ret == -EACCES || ret == -EPERM) {
+			int fd = syncmem__region_handle(arg->region_fd);
+
+			ret = fd >= 0 || fd != -ENOTTY ? fd : ret;
+		}
 		if (ret >= 0) {
 			guard_fd = ret;
 			ret = 0;

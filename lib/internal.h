@@ -79,6 +79,13 @@ void syncmem__region_fill(struct syncmem_region *r, int fd, void *base, size_t s
 /* Open /dev/syncmem and check the module's ABI version: fd or -errno. */
 int syncmem__device_open(void);
 
+/*
+ * A handle from a region fd (SYNCMEM_IOC_HANDLE_OPEN), for a process that
+ * cannot open /dev/syncmem, its ABI version checked: fd or -errno
+ * (-ENOTTY: a module without the call).
+ */
+int syncmem__region_handle(int region_fd);
+
 /* ioctl() that returns its result or -errno, restarting on EINTR. */
 /* One ioctl, -errno on failure, -EINTR included (interruptible waits). */
 int syncmem__ioctl_once(int fd, unsigned long req, void *arg);

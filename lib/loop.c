@@ -109,7 +109,9 @@ static bool loop_stopped(const struct syncmem_loop *loop)
 	return (loop->closing && !loop->freeing) || loop_usable(loop);
 }
 
-int syncmem_loop_new(struct syncmem_loop **out)
+/* A loop on the handle @open_handle(@arg) gives: 0 and *@out, or -errno. */
+static int loop_make(int (*open_handle)(const void *arg), const void *arg,
+		     struct syncmem_loop **out)
 {
 	struct syncmem_eventfd reg = { 0 };
 	struct syncmem_loop *loop;
@@ -128,7 +130,7 @@ int syncmem_loop_new(struct syncmem_loop **out)
 		free(loop);
 		return err;
 	}
-	err = syncmem__device_open();
+	err = open_handle(arg);
 	if (err < 0)
 		goto fail;
 	loop->handle = err;
@@ -157,6 +159,32 @@ fail:
 	io_uring_queue_exit(&loop->ring);
 	free(loop);
 	return err;
+}
+
+static int device_handle(const void *arg)
+{
+	(void)arg;
+	return syncmem__device_open();
+}
+
+int syncmem_loop_new(struct syncmem_loop **out)
+{
+	return loop_make(device_handle, NULL, out);
+}
+
+static int region_handle(const void *r)
+{
+	return syncmem__region_handle(((const struct syncmem_region *)r)->fd);
+}
+
+int syncmem_loop_new_region(struct syncmem_region *r, struct syncmem_loop **out)
+{
+	if (!r) {
+		if (out)
+			*out = NULL;
+		return -EINVAL;
+	}
+	return loop_make(region_handle, r, out);
 }
 
 /* Queue the eventfd read in the ring, if it is not in flight (submitted by the wait). */

@@ -32,7 +32,7 @@ const char *syncmem_strerror(int err)
 	case -EINVAL:
 		return "invalid argument: a NULL or misaligned pointer or unknown flags; for syncmem_open() of an existing name, a size other than 0 or the region's own size";
 	case -EACCES:
-		return "permission denied: the region's mode bits forbid this open (or /dev/syncmem's forbid opening it)";
+		return "permission denied: the region's mode bits forbid this open; or /dev/syncmem's forbid opening the device (make the loop from a region fd, syncmem_loop_new_region())";
 	}
 	if (err > 0)
 		return "unknown syncmem result";

@@ -182,6 +182,7 @@ TEST(strerror_names_the_likely_cause)
 	EXPECT_NE(NULL, strstr(syncmem_strerror(-ENODEV), "modprobe syncmem"));
 	EXPECT_NE(NULL, strstr(syncmem_strerror(-ENODEV), "syncmem_loop_new_region()"));
 	EXPECT_NE(NULL, strstr(syncmem_strerror(-EACCES), "mode bits"));
+	EXPECT_NE(NULL, strstr(syncmem_strerror(-EACCES), "syncmem_loop_new_region()"));
 }
 
 /* Attaching memory that holds no pool (or table): -EPROTO at once, whose text says so. */
