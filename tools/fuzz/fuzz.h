@@ -65,6 +65,7 @@ enum op {
 	OP_OWNER,
 	OP_LOCK_WAIT,
 	OP_UNLOCK,
+	OP_HANDLE_OPEN,
 	/* Region fd introspection ioctls. */
 	OP_WAITERS,
 	OP_WHO,
@@ -207,8 +208,20 @@ struct obj {
 	uint32_t gen;		/* bumped when the slot changes */
 	uint64_t rid;		/* region identity (dups share it) */
 	uint64_t size;		/* region size */
-	bool rdonly;
+	bool rdonly;		/* a handle: made by HANDLE_OPEN (see obj_limited()) */
 };
+
+/*
+ * A handle made from a region fd (HANDLE_OPEN): REGION_OPEN, REGION_UNLINK,
+ * REGION_LIST and STATS on it are -EPERM, whatever their arguments.
+ */
+static inline bool obj_limited(const struct obj *o)
+{
+	return o->kind == K_HANDLE && o->rdonly;
+}
+
+/* The verdict of a call only the device node allows, on handle @h. */
+#define NODE_ONLY(h, v)	(obj_limited(h) ? EXACTLY(-EPERM) : (v))
 
 #define NOBJ	40
 #define NMAP	12

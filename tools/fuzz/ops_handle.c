@@ -2,7 +2,8 @@
 /*
  * Handle ioctls other than the async ones: VERSION, REGION_OPEN (names from
  * a small pool so creates, opens and unlinks collide), REGION_UNLINK,
- * STATS, SET_EVENTFD, ARM_ON_CLOSE, DISARM and REGION_LIST.
+ * STATS, SET_EVENTFD, ARM_ON_CLOSE, DISARM and REGION_LIST. On a handle
+ * made by HANDLE_OPEN the region calls and STATS are -EPERM.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -103,7 +104,7 @@ void open_region(struct thread_ctx *t, const struct obj *hobj, int hslot)
 	snprintf(what, sizeof(what), "handle %d name %s (len %u) flags %#x size %llu mode %#o",
 		 handle, anonymous ? "(anonymous)" : len && len < 40 ? name : "(odd)", len,
 		 arg.flags, (unsigned long long)arg.size, arg.mode);
-	if (!tally(OP_REGION_OPEN, ret, if_stable(v, stable), what) || ret < 0)
+	if (!tally(OP_REGION_OPEN, ret, if_stable(NODE_ONLY(&h, v), stable), what) || ret < 0)
 		return;
 	if (!arg.size)
 		finding("REGION_OPEN succeeded but reports size 0: %s", what);
@@ -130,7 +131,8 @@ static void region_unlink(struct thread_ctx *t, const struct obj *h, int slot)
 	ret = xioctl(h->fd, SYNCMEM_IOC_REGION_UNLINK, &arg);
 	snprintf(what, sizeof(what), "name %s (len %u)", len && len < 40 ? name : "(odd)", len);
 	tally(OP_REGION_UNLINK, ret,
-	      if_stable(want ? EXACTLY(want) : DOCUMENTED, obj_unchanged(slot, h)), what);
+	      if_stable(NODE_ONLY(h, want ? EXACTLY(want) : DOCUMENTED), obj_unchanged(slot, h)),
+	      what);
 }
 
 static void stats(struct thread_ctx *t, const struct obj *h, int slot)
@@ -138,7 +140,7 @@ static void stats(struct thread_ctx *t, const struct obj *h, int slot)
 	struct syncmem_stats s;
 	long ret = xioctl(h->fd, SYNCMEM_IOC_STATS, &s);
 
-	tally(OP_STATS, ret, if_stable(EXACTLY(0), obj_unchanged(slot, h)), "STATS");
+	tally(OP_STATS, ret, if_stable(NODE_ONLY(h, EXACTLY(0)), obj_unchanged(slot, h)), "STATS");
 	(void)t;
 }
 
@@ -262,8 +264,8 @@ static void region_list(struct thread_ctx *t, const struct obj *h, int slot)
 	memset(entries, 0xa5, sizeof(entries));
 	ret = xioctl(h->fd, SYNCMEM_IOC_REGION_LIST, &arg);
 	snprintf(what, sizeof(what), "count %u cursor %llu", asked, (unsigned long long)cursor);
-	if (!tally(OP_REGION_LIST, ret, if_stable(DOCUMENTED, obj_unchanged(slot, h)), what) ||
-	    ret)
+	if (!tally(OP_REGION_LIST, ret, if_stable(NODE_ONLY(h, DOCUMENTED), obj_unchanged(slot, h)),
+		   what) || ret)
 		return;
 	if (arg.count > asked) {
 		finding("REGION_LIST wrote %u entries into %u: %s", arg.count, asked, what);

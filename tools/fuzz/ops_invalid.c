@@ -46,6 +46,7 @@ static const struct {
 	{ SYNCMEM_IOC_OBJECT_NAME,	K_REGION, OP_OBJECT_NAME, false },
 	{ SYNCMEM_IOC_OBJECTS,		K_REGION, OP_OBJECTS, true },
 	{ SYNCMEM_IOC_ARMED,		K_REGION, OP_ARMED, true },
+	{ SYNCMEM_IOC_HANDLE_OPEN,	K_REGION, OP_HANDLE_OPEN, false },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -131,10 +132,14 @@ static void bad_struct_pointer(struct thread_ctx *t)
 		v = FAILS;
 	if (cmds[i].op >= OP_WAITERS && cmds[i].op <= OP_ARMED && !shared->introspect)
 		v = DOCUMENTED;	/* -ENOTTY */
+	/* Refused before the struct is read. */
+	if (cmds[i].op == OP_REGION_OPEN || cmds[i].op == OP_REGION_UNLINK ||
+	    cmds[i].op == OP_REGION_LIST || cmds[i].op == OP_STATS)
+		v = NODE_ONLY(&o, v);
 	p = bad_pointer(&t->rng, cmds[i].output);
 	ret = xioctl(o.fd, cmds[i].cmd, p);
 	snprintf(what, sizeof(what), "struct at %p", p);
-	if (ret >= 0 && cmds[i].op == OP_REGION_OPEN)
+	if (ret >= 0 && (cmds[i].op == OP_REGION_OPEN || cmds[i].op == OP_HANDLE_OPEN))
 		close((int)ret);
 	tally(cmds[i].op, ret, if_stable(v, obj_unchanged(slot, &o)), what);
 }
@@ -158,7 +163,7 @@ static void open_into_readonly_memory(struct thread_ctx *t)
 	ret = xioctl(h.fd, SYNCMEM_IOC_REGION_OPEN, arg);
 	if (ret >= 0)
 		close((int)ret);
-	tally(OP_REGION_OPEN, ret, if_stable(EXACTLY(-EFAULT), obj_unchanged(slot, &h)),
+	tally(OP_REGION_OPEN, ret, if_stable(NODE_ONLY(&h, EXACTLY(-EFAULT)), obj_unchanged(slot, &h)),
 	      "anonymous REGION_OPEN with its struct in read-only memory");
 	munmap(arg, page);
 }
@@ -190,7 +195,8 @@ static void bad_name_pointer(struct thread_ctx *t)
 	if (ret >= 0 && !unlink_it)
 		close((int)ret);
 	tally(unlink_it ? OP_REGION_UNLINK : OP_REGION_OPEN, ret,
-	      if_stable(EXACTLY(-EFAULT), obj_unchanged(slot, &h)), "name pointer faults");
+	      if_stable(NODE_ONLY(&h, EXACTLY(-EFAULT)), obj_unchanged(slot, &h)),
+	      "name pointer faults");
 }
 
 uint32_t bad_bits(struct thread_ctx *t, uint32_t known)
@@ -215,7 +221,7 @@ static void bad_flags(struct thread_ctx *t)
 
 	if (!obj_pick(&t->rng, K_HANDLE, &h, &hslot) || !pick_writable_region(t, &r, &rslot))
 		return;
-	switch (rng_below(&t->rng, 12)) {
+	switch (rng_below(&t->rng, 13)) {
 	case 0: {
 		struct syncmem_wait arg = { .size = 4, .deadline_ns = 0,
 					    .flags = bad_bits(t, SYNCMEM_WAIT_FLAGS) };
@@ -338,6 +344,19 @@ static void bad_flags(struct thread_ctx *t)
 			close((int)ret);
 		break;
 	}
+	case 11: {
+		struct syncmem_handle_open arg = {
+			.flags = pad ? 0 : bad_bits(t, 0),
+			.pad = pad ? bad_bits(t, 0) : 0,
+		};
+
+		op = OP_HANDLE_OPEN;
+		what = pad ? "HANDLE_OPEN pad" : "HANDLE_OPEN flags";
+		ret = xioctl(r.fd, SYNCMEM_IOC_HANDLE_OPEN, &arg);
+		if (ret >= 0)
+			close((int)ret);
+		break;
+	}
 	default: {
 		struct syncmem_region_entry e;
 		struct syncmem_region_list arg = { .entries = (uintptr_t)&e, .count = 1,
@@ -353,7 +372,10 @@ static void bad_flags(struct thread_ctx *t)
 		break;
 	}
 	}
-	tally(op, ret, if_stable(EXACTLY(-EINVAL), obj_unchanged(hslot, &h) &&
+	/* A region call on a handle made by HANDLE_OPEN is refused before its arguments. */
+	tally(op, ret, if_stable(op == OP_REGION_OPEN || op == OP_REGION_UNLINK ||
+				 op == OP_REGION_LIST ? NODE_ONLY(&h, EXACTLY(-EINVAL)) :
+				 EXACTLY(-EINVAL), obj_unchanged(hslot, &h) &&
 				 obj_unchanged(rslot, &r)), what);
 }
 
@@ -537,6 +559,8 @@ static void garbage(struct thread_ctx *t)
 	if (cmds[i].op == OP_REGION_OPEN && ret >= 0)
 		obj_add(&t->rng, (int)ret, K_REGION, obj_new_rid(), buf.open.size,
 			buf.open.flags & SYNCMEM_REGION_RDONLY);
+	if (cmds[i].op == OP_HANDLE_OPEN && ret >= 0)
+		obj_add(&t->rng, (int)ret, K_HANDLE, 0, 0, true);
 	tally(cmds[i].op, ret, if_stable(DOCUMENTED, slot < 0 || obj_unchanged(slot, &o)),
 	      "random bytes");
 	if (cmds[i].kind == K_HANDLE && rng_chance(&t->rng, 1, 8)) {

@@ -3,11 +3,14 @@
  * Region fd ioctls with meaningful arguments: REGION_INFO, WAIT, NOTIFY and
  * HANDOFF (storing and adding) on the words other threads and processes use,
  * and the owner-word calls (OWNER, LOCK_WAIT, UNLOCK) on the same words,
- * through writable and read-only fds; and the introspection calls that
- * list who waits on and holds those words (ops_introspect.c).
+ * through writable and read-only fds; HANDLE_OPEN, whose handles join the
+ * table; and the introspection calls that list who waits on and holds
+ * those words (ops_introspect.c).
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "fuzz.h"
 
@@ -199,6 +202,30 @@ static void region_unlock(struct thread_ctx *t, const struct obj *o, int slot)
 				       obj_unchanged(slot, o)), what);
 }
 
+/*
+ * A handle from a region fd (rw or ro): O_CLOEXEC, then used by every
+ * handle operation of the table, the calls only the device node allows
+ * judged as -EPERM.
+ */
+static void handle_open(struct thread_ctx *t, const struct obj *o, int slot)
+{
+	struct syncmem_handle_open arg = { 0 };
+	char what[80];
+	long ret;
+
+	ret = xioctl(o->fd, SYNCMEM_IOC_HANDLE_OPEN, &arg);
+	snprintf(what, sizeof(what), "fd %d (%s)", o->fd, o->rdonly ? "ro" : "rw");
+	tally(OP_HANDLE_OPEN, ret, if_stable(DOCUMENTED, obj_unchanged(slot, o)), what);
+	if (ret < 0)
+		return;
+	if (!(fcntl((int)ret, F_GETFD) & FD_CLOEXEC) || (fcntl((int)ret, F_GETFL) & O_ACCMODE) != O_RDWR)
+		finding("HANDLE_OPEN gave fd flags %#x, status %#x (want O_CLOEXEC, O_RDWR): %s",
+			fcntl((int)ret, F_GETFD), fcntl((int)ret, F_GETFL), what);
+	if (rng_chance(&t->rng, 3, 4))
+		fcntl((int)ret, F_SETFL, O_NONBLOCK);
+	obj_add(&t->rng, (int)ret, K_HANDLE, 0, 0, true);
+}
+
 void op_region(struct thread_ctx *t)
 {
 	struct obj o;
@@ -227,6 +254,12 @@ void op_region(struct thread_ctx *t)
 	case 12:
 		region_unlock(t, &o, slot);
 		break;
+	case 13:
+		if (rng_chance(&t->rng, 1, 4)) {
+			handle_open(t, &o, slot);
+			break;
+		}
+		__attribute__((fallthrough));
 	default:
 		op_introspect(t, &o, slot);
 		break;
