@@ -164,6 +164,9 @@ static void bad_args_flight_cb(void *arg, int result, const void *data, size_t l
 	X("syncmem_handoff64(addr)", 0, -EINVAL, syncmem_handoff64(BA_R, NULL, 1)) \
 	/* The event loop */ \
 	X("syncmem_loop_new(out)", 0, -EINVAL, syncmem_loop_new(NULL)) \
+	X("syncmem_loop_new_region(r)", 0, -EINVAL, \
+	  syncmem_loop_new_region(NULL, &(struct syncmem_loop *){ NULL })) \
+	X("syncmem_loop_new_region(out)", 0, -EINVAL, syncmem_loop_new_region(BA_R, NULL)) \
 	X("syncmem_loop_free(loop)", 0, 0, BA_VOID(syncmem_loop_free(NULL))) \
 	X("syncmem_loop_run(loop)", 0, -EINVAL, syncmem_loop_run(NULL)) \
 	X("syncmem_loop_run_once(loop)", 0, -EINVAL, syncmem_loop_run_once(NULL, 0)) \
