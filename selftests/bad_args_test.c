@@ -45,4 +45,40 @@ TEST_F_TIMEOUT(bad_args, null_pointer_arguments_give_their_documented_result, 30
 	syncmem_close(c.r);
 }
 
+/*
+ * The common mistakes, each with an errno that tells it apart and a
+ * syncmem_strerror() text that names the likely cause.
+ */
+TEST(common_mistakes_say_what_to_fix)
+{
+	struct syncmem_region *r, *again = (void *)1;
+	struct syncmem_rwlock *rw;
+	struct syncmem_pool *p = (void *)1;
+	char name[64];
+
+	/* An object at the end of a region too small for it. */
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
+	rw = (struct syncmem_rwlock *)((char *)syncmem_base(r) + 4096 - 128);
+	EXPECT_EQ(-ERANGE, syncmem_rwlock_wrlock(r, rw));
+	EXPECT_EQ(-ERANGE, syncmem_rwlock_rdlock(r, rw));
+	EXPECT_EQ(-ERANGE, syncmem_sem_post(r, (struct syncmem_sem *)((char *)syncmem_base(r) + 4096 - 32)));
+	EXPECT_NE(NULL, strstr(syncmem_strerror(-ERANGE), "region is smaller than the object"));
+	/* A pool attached in memory nobody initialised. */
+	EXPECT_EQ(-EPROTO, syncmem_pool_attach(syncmem_base(r), 4096, &p));
+	EXPECT_EQ(NULL, p);
+	EXPECT_NE(NULL, strstr(syncmem_strerror(-EPROTO), "never initialised"));
+	syncmem_close(r);
+	/* A region opened again with another size. */
+	snprintf(name, sizeof(name), "mistakes-%d", getpid());
+	ASSERT_EQ(0, syncmem_open(name, 8192, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &r));
+	EXPECT_EQ(-EINVAL, syncmem_open(name, 4096, 0, 0, &again));
+	EXPECT_EQ(NULL, again);
+	EXPECT_NE(NULL, strstr(syncmem_strerror(-EINVAL), "a size other than 0 or the region's own"));
+	EXPECT_EQ(0, syncmem_open(name, 0, 0, 0, &again));
+	EXPECT_EQ(8192, syncmem_size(again));
+	syncmem_close(again);
+	EXPECT_EQ(0, syncmem_unlink(name));
+	syncmem_close(r);
+}
+
 TEST_HARNESS_MAIN
