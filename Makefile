@@ -231,9 +231,13 @@ $(BUILD)/tools/repro/%: tools/fuzz/repro/%.c include/uapi/linux/syncmem.h
 # kernel ones run in the VM; the pool needs no kernel and runs on the host's
 # real CPU, with instruction counts from callgrind.
 BENCHES := wake_pingpong notify_all async_pingpong lock_bench rwlock_bench keyed_bench locks_bench
-bench: all $(BUILD)/bench/pool_bench $(BUILD)/bench/lock_instructions
-	$(ROOT)/tools/vm/run --kernel stock --timeout 900 -- sh -c \
-		'for b in $(BENCHES); do tools/$$b || exit 1; done'
+# The Node.js package's benchmarks run in the same boot (bindings/node/bench).
+NODE_BENCHES := roundtrip
+bench: all node $(BUILD)/bench/pool_bench $(BUILD)/bench/lock_instructions
+	$(ROOT)/tools/vm/run --kernel stock --timeout 1200 --add $(NODE) --add bindings/node -- sh -c \
+		'for b in $(BENCHES); do tools/$$b || exit 1; done; \
+		for b in $(NODE_BENCHES); do SYNCMEM_C_PINGPONG=tools/async_pingpong \
+			./node bindings/node/bench/$$b.js || exit 1; done'
 	$(BUILD)/bench/pool_bench
 	$(ROOT)/tools/bench/pool-instructions $(BUILD)/bench/pool_bench
 	$(ROOT)/tools/bench/lock-instructions $(BUILD)/bench/lock_instructions
