@@ -301,12 +301,16 @@ check:
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
 
-check-host: hosttests lib
+# tests/install/man_examples: every man page's EXAMPLE, as generated, builds.
+check-host: hosttests lib man
 	@mkdir -p $(BUILD)/check
 	@echo "== host tests"
 	@set -o pipefail; { for t in $(HOSTTESTS_ALL); do echo "# $$t"; \
 		$$t || echo "not ok - $$t exited $$?"; \
-		done; $(ROOT)/tools/check-symbols lib/$(SONAME) include/syncmem.h; } 2>&1 | \
+		done; $(ROOT)/tools/check-symbols lib/$(SONAME) include/syncmem.h; \
+		echo "# tests/install/man_examples"; \
+		$(ROOT)/tests/install/man_examples $(BUILD)/man include lib/$(SONAME) || \
+		echo "not ok - man page examples"; } 2>&1 | \
 		tee $(BUILD)/check/host.tap
 
 # make install into a scratch DESTDIR, a program built there with pkg-config only.

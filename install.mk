@@ -29,7 +29,8 @@ INSTALL_FILES := \
 	$(UDEVRULESDIR)/60-syncmem.rules $(MODULESLOADDIR)/syncmem.conf
 
 # Man pages, generated from include/syncmem.h and the guides (tools/man/mkman).
-MAN_SRCS := include/syncmem.h $(wildcard Documentation/syncmem/*.rst) tools/man/mkman
+MAN_SRCS := include/syncmem.h $(wildcard Documentation/syncmem/*.rst) tools/man/mkman \
+	$(wildcard tools/man/examples/*.c) README.md include/uapi/linux/syncmem.h
 $(BUILD)/man/.stamp: $(MAN_SRCS) include/syncmem_version.h
 	rm -rf $(BUILD)/man
 	tools/man/mkman $(BUILD)/man $(VERSION)
