@@ -200,13 +200,34 @@ static void req_free(struct sm_lock_req *req)
 	free(req);
 }
 
+/* A held lock's JavaScript handle: NULL (with an error pending) on failure. */
+static napi_value held_wrap(napi_env env, struct sm_mgr *g, struct syncmem_held *h)
+{
+	struct sm_held *hd = calloc(1, sizeof(*hd));
+	napi_value v;
+
+	if (!hd) {
+		syncmem_locks_release(h);
+		sm_throw_errno(env, -ENOMEM, "locks.request");
+		return NULL;
+	}
+	hd->h = h;
+	hd->g = g;
+	atomic_fetch_add(&g->refs, 1);
+	if (napi_create_external(env, hd, held_finalize, NULL, &v) != napi_ok) {
+		held_finalize(env, hd, NULL);
+		return NULL;
+	}
+	napi_type_tag_object(env, v, &held_tag);
+	return v;
+}
+
 /* From the loop: the request's outcome. */
 static void request_done(void *arg, int result, struct syncmem_held *h)
 {
 	struct sm_lock_req *req = arg;
 	struct env_state *st = req->st;
 	napi_env env = st->env;
-	struct sm_held *hd = NULL;
 	napi_value fn, argv[2], global, exc;
 
 	st->keepalive--;
@@ -220,21 +241,11 @@ static void request_done(void *arg, int result, struct syncmem_held *h)
 	}
 	napi_get_undefined(env, &argv[1]);
 	if (h) {
-		hd = calloc(1, sizeof(*hd));
-		if (!hd) {
-			syncmem_locks_release(h);
+		argv[1] = held_wrap(env, req->g, h);
+		if (!argv[1]) {
+			napi_get_and_clear_last_exception(env, &exc);
+			napi_get_undefined(env, &argv[1]);
 			result = -ENOMEM;
-		} else {
-			hd->h = h;
-			hd->g = req->g;
-			atomic_fetch_add(&req->g->refs, 1);
-			if (napi_create_external(env, hd, held_finalize, NULL, &argv[1]) != napi_ok) {
-				held_finalize(env, hd, NULL);
-				result = -ENOMEM;
-				napi_get_undefined(env, &argv[1]);
-			} else {
-				napi_type_tag_object(env, argv[1], &held_tag);
-			}
 		}
 	}
 	napi_create_int32(env, result, &argv[0]);
@@ -246,6 +257,52 @@ static void request_done(void *arg, int result, struct syncmem_held *h)
 	req_free(req);
 }
 
+/*
+ * A request's arguments (mgr, nameBuffer, flags, ...): the manager, or
+ * NULL with an error thrown.
+ */
+static struct sm_mgr *request_args(napi_env env, napi_callback_info info, napi_value *argv,
+				   size_t n, void **name, size_t *len, uint32_t *flags)
+{
+	struct sm_mgr *g;
+	size_t argc = n;
+
+	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < n)
+		return NULL;
+	g = tagged(env, argv[0], &mgr_tag, "syncmem: not a lock manager");
+	if (g && (napi_get_buffer_info(env, argv[1], name, len) != napi_ok ||
+		  napi_get_value_uint32(env, argv[2], flags) != napi_ok)) {
+		napi_throw_type_error(env, NULL, "syncmem: bad arguments to a lock request");
+		return NULL;
+	}
+	return g;
+}
+
+/*
+ * locksTry(mgr, nameBuffer, flags) -> held handle, or a negative errno:
+ * -ETIMEDOUT when the request would have to queue (nothing was queued),
+ * -EBUSY for IF_AVAILABLE. A grant from a dead holder is a grant.
+ * A request that needs no wait is settled here, without the event loop.
+ */
+static napi_value js_try(napi_env env, napi_callback_info info)
+{
+	struct syncmem_held *h = NULL;
+	struct sm_mgr *g;
+	napi_value argv[3];
+	uint32_t flags;
+	void *name;
+	size_t len;
+	int err;
+
+	g = request_args(env, info, argv, 3, &name, &len, &flags);
+	if (!g)
+		return NULL;
+	err = syncmem_locks_request(g->m, name, len, flags, 0, &h);
+	if (err && err != -EOWNERDEAD)
+		return num(env, err);
+	return held_wrap(env, g, h);
+}
+
 /* locksRequest(mgr, nameBuffer, flags, fn(result, held)) -> request handle */
 static napi_value js_request(napi_env env, napi_callback_info info)
 {
@@ -254,21 +311,14 @@ static napi_value js_request(napi_env env, napi_callback_info info)
 	struct req_ref *rr;
 	struct sm_mgr *g;
 	napi_value argv[4], v;
-	size_t argc = 4, len;
 	uint32_t flags;
 	void *name;
+	size_t len;
 	int err;
 
-	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4)
-		return NULL;
-	g = tagged(env, argv[0], &mgr_tag, "syncmem: not a lock manager");
+	g = request_args(env, info, argv, 4, &name, &len, &flags);
 	if (!g)
 		return NULL;
-	if (napi_get_buffer_info(env, argv[1], &name, &len) != napi_ok ||
-	    napi_get_value_uint32(env, argv[2], &flags) != napi_ok) {
-		napi_throw_type_error(env, NULL, "syncmem: bad arguments to locksRequest()");
-		return NULL;
-	}
 	err = sm_env_loop(st);
 	if (err) {
 		sm_throw_errno(env, err, "locks.request");
@@ -445,6 +495,7 @@ int sm_locks_init(napi_env env, napi_value exports)
 	} fns[] = {
 		{ "locksFootprint", js_footprint },
 		{ "locksOpen", js_open },
+		{ "locksTry", js_try },
 		{ "locksRequest", js_request },
 		{ "locksAbort", js_abort },
 		{ "locksRelease", js_release },
