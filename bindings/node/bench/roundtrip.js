@@ -130,7 +130,7 @@ function cFigure(n) {
 const median = (a) => a.slice().sort((x, y) => x - y)[a.length >> 1];
 
 async function main() {
-  const n = Number(mode || 20000);
+  const n = Number(mode || 5000);
   const kinds = ['waitAsync', 'mixed', 'wait', 'send'];
   // Warm up each kind once, then take the median of 3 runs.
   for (const kind of kinds)
