@@ -409,12 +409,13 @@ check-fuzz: all kmod-debug
 	@set -o pipefail; $(ROOT)/tools/fuzz/check 2>&1 | tee $(BUILD)/check/fuzz.tap
 
 # The Node.js package's node --test suites, in the stock VM with the host's
-# node copied in (bindings/node/test/run prints their TAP).
-check-node: all node
+# node copied in (bindings/node/test/run prints their TAP), and python3 with
+# the Python package for the tests of locks shared between the two.
+check-node: all node python
 	@mkdir -p $(BUILD)/check
 	@echo "== Node.js package (bindings/node) on the stock kernel"
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-node $(ROOT)/tools/vm/run --kernel stock \
-		--timeout 900 --add $(NODE) --add bindings/node -- \
+		--timeout 900 --add $(NODE) --add bindings/node --python --add $(BUILD)/python/lib -- \
 		sh bindings/node/test/run /work/node 2>&1 | tee $(BUILD)/check/node.tap; \
 		rc=$$?; [ $$rc = 0 ] || echo "not ok - Node.js VM run exited $$rc" >>$(BUILD)/check/node.tap; exit $$rc
 

@@ -15,6 +15,7 @@ const IF_AVAILABLE = 0x2;
 const STEAL = 0x4;
 
 // Room of a scope's manager: names and requests (held and pending) at once.
+// The Python package makes its scopes' managers with the same room.
 const MAX_NAMES = 512;
 const MAX_REQUESTS = 2048;
 
@@ -61,9 +62,10 @@ class Lock {
 }
 const kToken = Symbol('syncmem.locks');
 
+// The region of a scope's manager; the Python package uses the same names.
 function scopeRegionName(scope) {
   const uid = typeof process.getuid === 'function' ? process.getuid() : 0;
-  return scope === undefined ? `node-locks.${uid}` : `node-locks.${uid}.${scope}`;
+  return scope === undefined ? `syncmem.locks.${uid}` : `syncmem.locks.${uid}.${scope}`;
 }
 
 class LockManager {
@@ -91,6 +93,7 @@ class LockManager {
     if (this.#manager !== null)
       return this.#manager;
     const name = scopeRegionName(this.#scope);
+    const size = native.locksFootprint(MAX_NAMES, MAX_REQUESTS);
     let r;
     // The scope's region as it is, else a new one (and if another process
     // made it meanwhile, that one).
@@ -101,8 +104,7 @@ class LockManager {
         if (e.code !== 'ENOENT' || tries > 3)
           throw e;
         try {
-          r = region.open(name, native.locksFootprint(MAX_NAMES, MAX_REQUESTS),
-            { exclusive: true, mode: 0o600 });
+          r = region.open(name, size, { exclusive: true, mode: 0o600 });
         } catch (e2) {
           if (e2.code !== 'EEXIST')
             throw e2;
@@ -118,7 +120,7 @@ class LockManager {
         e.code = 'EACCES';
         throw e;
       }
-      this.#manager = native.locksOpen(region.Region.handleOf(r), r.size);
+      this.#manager = native.locksOpen(region.Region.handleOf(r), Math.min(size, r.size));
     } catch (e) {
       r.close();
       throw e;

@@ -112,4 +112,17 @@ function alive(p) {
   return Promise.resolve(p).finally(() => clearInterval(t));
 }
 
-module.exports = { Agent, uniqueName, sleep, until, queued, alive, syncmem };
+/* Unlink the regions of the lock scopes @scopes (they outlive the processes). */
+function unlinkScopes(scopes) {
+  const { scopeRegionName } = require('../lib/locks');
+  for (const s of scopes) {
+    try {
+      syncmem.unlink(scopeRegionName(s));
+    } catch (e) {
+      if (e.code !== 'ENOENT')
+        throw e;
+    }
+  }
+}
+
+module.exports = { Agent, uniqueName, sleep, until, queued, alive, unlinkScopes, syncmem };

@@ -4,10 +4,9 @@
 // Each test uses a scope of its own, so tests never see each other's names.
 const test = require('node:test');
 const assert = require('node:assert');
-const { Agent, until, sleep, syncmem } = require('./helpers');
+const { Agent, until, sleep, unlinkScopes, syncmem } = require('./helpers');
 
 const { LockManager } = syncmem;
-const { scopeRegionName } = require('../lib/locks');
 let serial = 0;
 const scopes = [];
 const scope = () => {
@@ -17,16 +16,7 @@ const scope = () => {
 };
 
 // The scopes' regions go with the tests (the default scope's stays).
-test.after(() => {
-  for (const s of scopes) {
-    try {
-      syncmem.unlink(scopeRegionName(s));
-    } catch (e) {
-      if (e.code !== 'ENOENT')
-        throw e;
-    }
-  }
-});
+test.after(() => unlinkScopes(scopes));
 
 // An agent holding @name in @scopeName until told to release.
 function holder(scopeName, name, mode = 'exclusive') {

@@ -23,29 +23,52 @@ name: str (bytes when not UTF-8); mode: 'exclusive' or 'shared'; pid: the
 client's process (0 when not visible in this PID namespace); client: the
 process's owner id, which stays unique when PIDs are reused."""
 
-# Room of a manager made by name: names and requests (held and pending) at once.
-DEFAULT_NAMES = 256
-DEFAULT_REQUESTS = 1024
+# Room of a manager made by name: names and requests (held and pending) at
+# once. The Node.js package makes its scopes' managers with the same room.
+DEFAULT_NAMES = 512
+DEFAULT_REQUESTS = 2048
 
 _MODES = {"exclusive": 0, "shared": _syncmem.LOCKS_SHARED}
 
 
 def _region_name(scope):
+    """The region of a scope's manager; the Node.js package uses the same names."""
     base = f"syncmem.locks.{os.getuid()}"
     return base if scope is None else f"{base}.{scope}"
 
 
+def _check_scope(scope):
+    if not isinstance(scope, str):
+        raise TypeError("a scope is a str")
+    if not 1 <= len(scope) <= 200 or "\0" in scope or "/" in scope:
+        raise ValueError("a scope is 1 to 200 characters, without NUL or /")
+
+
+def _manager_at(region, size):
+    """The manager at the start of @region: built here unless it exists."""
+    for _ in range(4):
+        try:
+            return _syncmem.Manager(region, 0, size, create=True)
+        except FileExistsError:
+            pass  # built, or being built by another process: use it
+        try:
+            return _syncmem.Manager(region, 0, size, create=False)
+        except ProcessLookupError:
+            pass  # its builder died part-way (ESRCH): build it again
+    raise ProcessLookupError(errno.ESRCH, "the lock manager's builders keep dying")
+
+
 def _open_named(name, size):
-    """Open the manager region @name, creating it: (region, created)."""
+    """Open the manager region @name, creating it if missing."""
     from . import open as _open
 
     try:
-        return _open(name, size, create=True, exclusive=True), True
+        return _open(name, size, create=True, exclusive=True)
     except FileExistsError:
         pass
     # Another process made it. CREATE without EXCL refuses (EACCES) a name
     # another user owns: nobody can hand us a manager they control.
-    return _open(name, 0, create=True), False
+    return _open(name, 0, create=True)
 
 
 class LockManager:
@@ -62,17 +85,13 @@ class LockManager:
     def __init__(self, scope=None, *, region=None, offset=0, size=0, create=False,
                  max_names=DEFAULT_NAMES, max_requests=DEFAULT_REQUESTS):
         if region is None:
-            if scope is not None and (not isinstance(scope, str) or not scope):
-                raise ValueError("scope must be a non-empty str")
+            if scope is not None:
+                _check_scope(scope)
             size = _syncmem.locks_footprint(max_names, max_requests)
             if size == 0:
                 raise ValueError("max_names and max_requests must be from 1 to 2**20 and 2**24")
-            region, create = _open_named(_region_name(scope), size)
-            try:
-                self._m = _syncmem.Manager(region, 0, size, create=create)
-            except ProcessLookupError:
-                # Its builder died part-way (ESRCH): build it again.
-                self._m = _syncmem.Manager(region, 0, size, create=True)
+            region = _open_named(_region_name(scope), size)
+            self._m = _manager_at(region, min(size, region.size))
         else:
             self._m = _syncmem.Manager(region, offset, size, create=create)
         self.region = region

@@ -130,6 +130,12 @@ def test_default_manager_shared_by_processes():
     # Leave no names behind (they outlive the processes).
     syncmem.unlink(syncmem.locks.region.name)
     syncmem.unlink(f"syncmem.locks.{os.getuid()}.other-scope")
+    # Scopes are named as the Node.js package names them.
+    for bad in ("", "a/b", "nul\0", "x" * 201):
+        with pytest.raises(ValueError):
+            syncmem.LockManager(bad)
+    with pytest.raises(TypeError):
+        syncmem.LockManager(5)
 
 
 def test_query_holders_in_grant_order(region, locks):
