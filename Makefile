@@ -413,6 +413,11 @@ check-fuzz: all kmod-debug
 # the Python package for the tests of locks shared between the two.
 check-node: all node python
 	@mkdir -p $(BUILD)/check
+	@echo "== Node.js package (bindings/node): index.d.ts with tsc"
+	@if tsc -p bindings/node/test/types >$(BUILD)/check/node-types.log 2>&1; \
+	then echo "ok - node: index.d.ts type-checks (tsc)"; \
+	else cat $(BUILD)/check/node-types.log; echo "not ok - node: index.d.ts type-checks (tsc)"; fi \
+		| tee $(BUILD)/check/node-types.tap
 	@echo "== Node.js package (bindings/node) on the stock kernel"
 	@set -o pipefail; SYNCMEM_VM_LOGDIR=$(BUILD)/vm-node $(ROOT)/tools/vm/run --kernel stock \
 		--timeout 900 --add $(NODE) --add bindings/node --python --add $(BUILD)/python/lib -- \
