@@ -157,6 +157,41 @@ def test_gil_released_while_blocked_in_acquire(region):
     assert got == [True]
 
 
+def test_blocked_acquire_ends_on_ctrl_c(region):
+    """SIGINT raises KeyboardInterrupt in a blocked acquire()."""
+    lock = syncmem.Lock(region, OFF, init=True)
+    held, done = threading.Event(), threading.Event()
+
+    def holder():
+        with lock:
+            held.set()
+            done.wait(30)
+
+    h = threading.Thread(target=holder)
+    h.start()
+    held.wait(30)
+    sent = []
+
+    def interrupt():
+        time.sleep(0.3)  # the main thread blocks in acquire meanwhile
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=interrupt)
+    t.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            lock.acquire(timeout=20)
+        took = time.monotonic() - sent[0]
+    finally:
+        t.join()
+        done.set()
+        h.join(30)
+    assert took < 0.5, f"the blocked acquire ended {took:.3f} s after SIGINT"
+    assert lock.acquire(timeout=20) is True
+    lock.release()
+
+
 def test_async_with_lock(region):
     lock = syncmem.Lock(region, OFF, init=True)
 

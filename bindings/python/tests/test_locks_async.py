@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Web Locks and Lock from asyncio: async with, cancellation aborts, timeouts.
 
+Also the blocking request, which waits through a loop of its own so that
+Ctrl-C withdraws it.
+
 Collected only with a libsyncmem that has syncmem_locks_request_async()
 and syncmem_lock_async_timed() (see conftest.py).
 """
 import asyncio
 import os
 import signal
+import threading
+import time
 
 import pytest
 
@@ -19,6 +24,40 @@ from test_locks import hold_in_child
 def locks(region):
     size = syncmem.LockManager.footprint(8, 32)
     return syncmem.LockManager(region=region, offset=4096, size=size, create=True)
+
+
+def test_blocking_request_ends_on_ctrl_c(region, locks):
+    """SIGINT raises KeyboardInterrupt in a blocked request, which leaves the queue."""
+    pid = hold_in_child(region, locks, "i")
+    until(lambda: region.load(8) == 1, what="the child's lock")
+    me = os.getpid()
+    sent = []
+
+    def mine():
+        return [p for p in locks.query()["pending"] if p.pid == me]
+
+    def interrupt():
+        until(mine, what="the blocked request in the queue")
+        sent.append(time.monotonic())
+        os.kill(me, signal.SIGINT)
+
+    t = threading.Thread(target=interrupt)
+    t.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with locks.request("i", timeout=20):
+                pass
+        took = time.monotonic() - sent[0]
+    finally:
+        t.join()
+    print(f"# KeyboardInterrupt {took * 1000:.1f} ms after SIGINT")
+    assert took < 0.5, f"the blocked request ended {took:.3f} s after SIGINT"
+    assert mine() == []
+    region.store(0, 1)
+    region.notify(0)
+    assert join(pid) == 0
+    with locks.request("i", timeout=30) as held:  # nothing of ours left queued
+        assert held is not None
 
 
 def test_async_with_waits_for_another_process(region, locks):
