@@ -17,12 +17,30 @@ const call = Function.prototype.call.bind(Function.prototype.call);
 
 // SharedArrayBuffer -> native region handle, or null when not a region's.
 const regionOf = new WeakMap();
+// Typed array -> what its waits need (a View), or null when they are not
+// syncmem's. A typed array's buffer, offset and length never change (a
+// SharedArrayBuffer neither shrinks nor detaches): each call after the first
+// costs one lookup.
+const views = new WeakMap();
+
+class View {
+  constructor(h, byteOffset, length, is64) {
+    this.h = h;
+    this.byteOffset = byteOffset;
+    this.length = length;
+    this.is64 = is64;
+    this.width = is64 ? 8 : 4;
+  }
+}
 
 /*
- * The region handle behind @ta when it is an Int32Array or BigInt64Array
- * over a region buffer (made here or posted from another thread); else null.
+ * The View of @ta when it is an Int32Array or BigInt64Array over a region
+ * buffer (made here or posted from another thread); else null.
  */
-function regionFor(ta) {
+function viewOf(ta) {
+  let v = views.get(ta);
+  if (v !== undefined)
+    return v;
   const tag = call(getTag, ta);
   if (tag !== 'Int32Array' && tag !== 'BigInt64Array')
     return null;
@@ -32,7 +50,10 @@ function regionFor(ta) {
     h = native.lookup(buf);
     regionOf.set(buf, h);
   }
-  return h;
+  v = h === null ? null :
+    new View(h, call(getByteOffset, ta), call(getLength, ta), tag === 'BigInt64Array');
+  views.set(ta, v);
+  return v;
 }
 
 function toIntegerOrInfinity(v) {
@@ -43,50 +64,46 @@ function toIntegerOrInfinity(v) {
 }
 
 // ValidateAtomicAccess: the byte offset of element @index in the region.
-function byteIndex(ta, index, width) {
-  const i = toIntegerOrInfinity(index);
-  if (i < 0 || i > Number.MAX_SAFE_INTEGER)
+function byteIndex(v, index) {
+  const i = typeof index === 'number' && index >= 0 && index === Math.floor(index) ? index :
+    toIntegerOrInfinity(index);
+  if (i < 0 || i > Number.MAX_SAFE_INTEGER || i >= v.length)
     throw new RangeError('Invalid atomic access index');
-  if (i >= call(getLength, ta))
-    throw new RangeError('Invalid atomic access index');
-  return call(getByteOffset, ta) + i * width;
+  return v.byteOffset + i * v.width;
 }
 
-function waitArgs(ta, index, value, timeout) {
-  const is64 = call(getTag, ta) === 'BigInt64Array';
-  const off = byteIndex(ta, index, is64 ? 8 : 4);
-  const v = is64 ? BigInt.asIntN(64, value) : value | 0;
+// The timeout in milliseconds: NaN and undefined mean none, negative 0.
+function timeoutOf(timeout) {
   const q = +timeout;
-  const t = Number.isNaN(q) ? Infinity : Math.max(q, 0);
-  return [off, v, is64, t];
+  return Number.isNaN(q) ? Infinity : Math.max(q, 0);
 }
 
 function wait(typedArray, index, value, timeout) {
-  const h = regionFor(typedArray);
-  if (h === null)
+  const w = viewOf(typedArray);
+  if (w === null)
     return G.wait(typedArray, index, value, timeout);
-  const [off, v, is64, t] = waitArgs(typedArray, index, value, timeout);
-  return native.wait(h, off, v, is64, t);
+  const off = byteIndex(w, index);
+  const v = w.is64 ? BigInt.asIntN(64, value) : value | 0;
+  return native.wait(w.h, off, v, w.is64, timeoutOf(timeout));
 }
 
 function waitAsync(typedArray, index, value, timeout) {
-  const h = regionFor(typedArray);
-  if (h === null)
+  const w = viewOf(typedArray);
+  if (w === null)
     return G.waitAsync(typedArray, index, value, timeout);
-  const [off, v, is64, t] = waitArgs(typedArray, index, value, timeout);
-  const r = native.waitAsync(h, off, v, is64, t);
-  if (typeof r === 'string')
-    return { async: false, value: r };
-  return { async: true, value: r };
+  const off = byteIndex(w, index);
+  const v = w.is64 ? BigInt.asIntN(64, value) : value | 0;
+  const r = native.waitAsync(w.h, off, v, w.is64, timeoutOf(timeout));
+  return { async: typeof r !== 'string', value: r };
 }
 
 function notify(typedArray, index, count) {
-  const h = regionFor(typedArray);
-  if (h === null)
+  const w = viewOf(typedArray);
+  if (w === null)
     return G.notify(typedArray, index, count);
-  const off = byteIndex(typedArray, index, call(getTag, typedArray) === 'BigInt64Array' ? 8 : 4);
+  const off = byteIndex(w, index);
   const c = count === undefined ? Infinity : Math.max(toIntegerOrInfinity(count), 0);
-  return native.notify(h, off, c);
+  return native.notify(w.h, off, c);
 }
 
 const Atomics = {};
@@ -97,7 +114,7 @@ for (const [name, fn] of [['wait', wait], ['notify', notify], ['waitAsync', wait
 
 /* True when @typedArray's waits and notifies go through syncmem. */
 function isRegionArray(typedArray) {
-  return regionFor(typedArray) !== null;
+  return viewOf(typedArray) !== null;
 }
 
 /*
@@ -105,11 +122,10 @@ function isRegionArray(typedArray) {
  * first: [{ pid, tid, async, size }] (tid 0 for waitAsync).
  */
 function waiters(typedArray, index) {
-  const h = regionFor(typedArray);
-  if (h === null)
+  const w = viewOf(typedArray);
+  if (w === null)
     throw new TypeError('syncmem.waiters: an Int32Array or BigInt64Array over a region buffer is expected');
-  const off = byteIndex(typedArray, index, call(getTag, typedArray) === 'BigInt64Array' ? 8 : 4);
-  return native.waiters(h, off).map(([pid, tid, async, size]) => ({ pid, tid, async, size }));
+  return native.waiters(w.h, byteIndex(w, index)).map(([pid, tid, async, size]) => ({ pid, tid, async, size }));
 }
 
 module.exports = { Atomics, isRegionArray, waiters };

@@ -800,7 +800,7 @@ static void wait_done(void *arg, int result)
 	struct wait_req *w = arg;
 	struct env_state *st = w->st;
 
-	if (!st->closing) {
+	if (!st->closing && w->deferred) {
 		const char *name = wait_result_name(result);
 
 		if (name && result != SYNCMEM_NOT_EQUAL)
@@ -824,7 +824,7 @@ static napi_value js_wait_async(napi_env env, napi_callback_info info)
 	struct wait_req *w;
 	struct mapping *m;
 	napi_value promise;
-	uint64_t expected;
+	uint64_t expected, id;
 	int64_t ns;
 	bool is64;
 	void *addr;
@@ -851,20 +851,24 @@ static napi_value js_wait_async(napi_env env, napi_callback_info info)
 	}
 	w->st = st;
 	w->m = m;
-	if (napi_create_promise(env, &w->deferred, &promise) != napi_ok) {
-		free(w);
-		return NULL;
-	}
 	sm_mapping_get(m);
 	if (is64)
-		ret = syncmem_wait_async64(st->loop, m->r, addr, expected, ns, wait_done, w, NULL);
+		ret = syncmem_wait_async64(st->loop, m->r, addr, expected, ns, wait_done, w, &id);
 	else
 		ret = syncmem_wait_async32(st->loop, m->r, addr, (uint32_t)expected, ns,
-					   wait_done, w, NULL);
-	if (ret == SYNCMEM_PENDING)
-		return promise;
-	/* Not queued: the promise is never used; settle it to free it. */
-	napi_resolve_deferred(env, w->deferred, str(env, "unused"));
+					   wait_done, w, &id);
+	/*
+	 * Queued: its callback runs from the loop, never before this returns,
+	 * so the promise it settles is made now, and only for a queued wait.
+	 */
+	if (ret == SYNCMEM_PENDING) {
+		if (napi_create_promise(env, &w->deferred, &promise) == napi_ok)
+			return promise;
+		/* Its callback (-ECANCELED) settles nothing. */
+		w->deferred = NULL;
+		syncmem_wait_cancel(st->loop, id);
+		return NULL;
+	}
 	sm_mapping_put(m);
 	free(w);
 	if (ret < 0 || !wait_result_name(ret)) {
