@@ -301,7 +301,8 @@ check:
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
 
-# tests/install/man_examples: every man page's EXAMPLE, as generated, builds.
+# tests/install/man_examples: every man page's EXAMPLE, as generated, builds;
+# tests/install/errors_check: every errno a test expects is in the header.
 check-host: hosttests lib man
 	@mkdir -p $(BUILD)/check
 	@echo "== host tests"
@@ -310,7 +311,9 @@ check-host: hosttests lib man
 		done; $(ROOT)/tools/check-symbols lib/$(SONAME) include/syncmem.h; \
 		echo "# tests/install/man_examples"; \
 		$(ROOT)/tests/install/man_examples $(BUILD)/man include lib/$(SONAME) || \
-		echo "not ok - man page examples"; } 2>&1 | \
+		echo "not ok - man page examples"; \
+		echo "# tests/install/errors_check"; \
+		$(ROOT)/tests/install/errors_check $(ROOT) || echo "not ok - errors_check"; } 2>&1 | \
 		tee $(BUILD)/check/host.tap
 
 # make install into a scratch DESTDIR, a program built there with pkg-config only.

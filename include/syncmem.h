@@ -129,6 +129,8 @@ int syncmem_open_fd(int region_fd, struct syncmem_region **out);
  * -EINVAL: @name is NULL or empty.
  * -ENAMETOOLONG: @name is longer than 255 bytes.
  * -ENODEV: the module is not loaded.
+ * -EACCES: the mode of /dev/syncmem forbids opening it.
+ * -EPROTO: the module speaks another ABI version than the library.
  */
 int syncmem_unlink(const char *name);
 
@@ -355,6 +357,7 @@ int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
  * Errors:
  * -ENOENT: the wait had already completed, or never existed.
  * -EINVAL: @loop is NULL.
+ * -EBADFD: the caller is a child forked from the loop's process.
  */
 int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 
@@ -552,6 +555,7 @@ uint32_t syncmem_pool_off(struct syncmem_pool *p, const void *ptr);
  * Returns: 0, and the id in *@id.
  * Errors:
  * -ENODEV: the kernel gave none (no module).
+ * -EINVAL: @id is NULL.
  */
 int syncmem_pool_self_id(uint64_t *id);
 
@@ -633,6 +637,7 @@ int syncmem_pool_holder(const struct syncmem_pool *p, uint32_t off, uint64_t *ho
  * -ENODEV: no module to ask.
  * -EMFILE: no free fd to ask the kernel with (and other kernel errors).
  * -EUCLEAN: a word holds a value this library never writes.
+ * -EINVAL: @p is NULL.
  */
 int syncmem_pool_reclaim(struct syncmem_pool *p);
 
@@ -747,6 +752,10 @@ int syncmem_unlock(struct syncmem_region *r, struct syncmem_lock *l);
  * Returns: 0.
  * Errors:
  * -EINVAL: the caller does not hold @l after a takeover from a dead holder.
+ * -ERANGE: @l is not wholly inside @r.
+ * -EBADF: @r is mapped read-only.
+ * -EUCLEAN: its word keeps changing under the call (another process
+ *	wrote it).
  */
 int syncmem_lock_consistent(struct syncmem_region *r, struct syncmem_lock *l);
 
@@ -765,6 +774,14 @@ int syncmem_lock_consistent(struct syncmem_region *r, struct syncmem_lock *l);
  * -EBADF: @r is mapped read-only; nothing was queued.
  * -ECANCELED: syncmem_loop_free() began.
  * -EBADFD: the caller is a child forked from the loop's process.
+ * -ERANGE: @l is not wholly inside @r; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
+ * -ENOTRECOVERABLE: the lock is not recoverable; nothing was queued.
+ * -EUCLEAN: the lock word holds a value this library never writes.
  */
 int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 		       struct syncmem_lock *l, syncmem_wait_cb cb, void *arg);
@@ -789,6 +806,11 @@ int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
  * -EBADFD: the caller is a child forked from the loop's process.
  * -ENOTRECOVERABLE: the lock is not recoverable; nothing was queued.
  * -EUCLEAN: the lock word holds a value this library never writes.
+ * -ERANGE: @l is not wholly inside @r; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
  */
 int syncmem_lock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
 			     struct syncmem_lock *l, int64_t timeout_ns, syncmem_wait_cb cb,
@@ -813,6 +835,14 @@ int syncmem_lock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r
  * -EBADF: @r is mapped read-only; nothing was queued.
  * -ECANCELED: syncmem_loop_free() began.
  * -EBADFD: the caller is a child forked from the loop's process.
+ * -ERANGE: @l is not wholly inside @r; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
+ * -ENOTRECOVERABLE: the lock is not recoverable; nothing was queued.
+ * -EUCLEAN: the lock word holds a value this library never writes.
  */
 int syncmem_execute_locked(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_lock *l, void (*fn)(void *arg), void *arg);
@@ -900,6 +930,14 @@ int syncmem_gate_wait(struct syncmem_region *r, struct syncmem_gate *g, int64_t 
  * -EINVAL: a NULL or misaligned argument; nothing was queued.
  * -EBADF: @r is mapped read-only; nothing was queued.
  * -ECANCELED: syncmem_loop_free() began.
+ * -ERANGE: @g is not wholly inside @r; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: the gate holds a value this library never writes.
  */
 int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			    struct syncmem_gate *g, syncmem_wait_cb cb, void *arg);
@@ -922,6 +960,11 @@ int syncmem_gate_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
  * -ECANCELED: syncmem_loop_free() began.
  * -EBADFD: the caller is a child forked from the loop's process.
  * -EUCLEAN: the gate holds a value this library never writes.
+ * -ERANGE: @g is not wholly inside @r; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
  */
 int syncmem_gate_wait_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
 				  struct syncmem_gate *g, int64_t timeout_ns, syncmem_wait_cb cb,
@@ -936,6 +979,8 @@ int syncmem_gate_wait_async_timed(struct syncmem_loop *loop, struct syncmem_regi
  * Errors:
  * -EUCLEAN: its word or flags hold a value this library never writes.
  * -EBADF: @r is mapped read-only.
+ * -ERANGE: @g is not wholly inside @r.
+ * -EINVAL: @g is NULL or misaligned.
  */
 int syncmem_gate_signal(struct syncmem_region *r, struct syncmem_gate *g);
 
@@ -994,6 +1039,14 @@ int syncmem_sem_trywait(struct syncmem_region *r, struct syncmem_sem *s);
  * -EINVAL: a NULL or misaligned argument; nothing was queued.
  * -EBADF: @r is mapped read-only; nothing was queued.
  * -ECANCELED: syncmem_loop_free() began.
+ * -ERANGE: @s is not wholly inside @r; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: the semaphore holds a value this library never writes.
  */
 int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			   struct syncmem_sem *s, syncmem_wait_cb cb, void *arg);
@@ -1017,6 +1070,11 @@ int syncmem_sem_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
  * -ECANCELED: syncmem_loop_free() began.
  * -EBADFD: the caller is a child forked from the loop's process.
  * -EUCLEAN: the semaphore holds a value this library never writes.
+ * -ERANGE: @s is not wholly inside @r; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
  */
 int syncmem_sem_wait_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
 				 struct syncmem_sem *s, int64_t timeout_ns, syncmem_wait_cb cb,
@@ -1030,6 +1088,8 @@ int syncmem_sem_wait_async_timed(struct syncmem_loop *loop, struct syncmem_regio
  * -EOVERFLOW: the count would pass SYNCMEM_SEM_VALUE_MAX.
  * -EBADF: @r is mapped read-only.
  * -EUCLEAN: the word holds a value this library never writes.
+ * -ERANGE: @s is not wholly inside @r.
+ * -EINVAL: @s is NULL or misaligned.
  */
 int syncmem_sem_post(struct syncmem_region *r, struct syncmem_sem *s);
 
@@ -1134,6 +1194,14 @@ int syncmem_rwlock_trywrlock(struct syncmem_region *r, struct syncmem_rwlock *rw
  * -EINVAL: a NULL or misaligned argument; nothing was queued.
  * -EBADF: @r is mapped read-only; nothing was queued.
  * -ECANCELED: syncmem_loop_free() began.
+ * -ERANGE: @rw is not wholly inside @r; nothing was queued.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ * -EUCLEAN: the rwlock holds values this library never writes.
  */
 int syncmem_rwlock_rdlock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 				struct syncmem_rwlock *rw, syncmem_wait_cb cb, void *arg);
@@ -1161,6 +1229,11 @@ int syncmem_rwlock_wrlock_async(struct syncmem_loop *loop, struct syncmem_region
  * -ECANCELED: syncmem_loop_free() began.
  * -EBADFD: the caller is a child forked from the loop's process.
  * -EUCLEAN: the rwlock holds values this library never writes.
+ * -ERANGE: @rw is not wholly inside @r; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
  */
 int syncmem_rwlock_rdlock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
 				      struct syncmem_rwlock *rw, int64_t timeout_ns,
@@ -1180,6 +1253,8 @@ int syncmem_rwlock_wrlock_async_timed(struct syncmem_loop *loop, struct syncmem_
  * -EPERM: the caller holds neither.
  * -EBADF: @r is mapped read-only.
  * -EUCLEAN: a word holds a value this library never writes.
+ * -ERANGE: @rw is not wholly inside @r.
+ * -EINVAL: @rw is NULL or misaligned.
  */
 int syncmem_rwlock_unlock(struct syncmem_region *r, struct syncmem_rwlock *rw);
 
@@ -1205,6 +1280,8 @@ struct syncmem_key_part {
  * Returns: the key's length.
  * Errors:
  * -E2BIG: the key would not fit @cap bytes or SYNCMEM_KEY_MAX.
+ * -EINVAL: @buf is NULL, or @parts or a part's data is NULL with bytes
+ *	to read.
  */
 int syncmem_key_build(void *buf, size_t cap, const struct syncmem_key_part *parts,
 		      unsigned int nparts);
@@ -1338,10 +1415,19 @@ int syncmem_keyed_unlock(struct syncmem_region *r, struct syncmem_keyed *k, cons
  * -EBADF: @r is mapped read-only.
  * -EUCLEAN: the table holds values this library never writes.
  * -ECANCELED: syncmem_loop_free() began.
+ * -ENOMEM: no memory for the acquisition; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
+ * -EBADFD: the caller is a child forked from the loop's process.
  */
 int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
 			     struct syncmem_keyed *k, const void *key, size_t len,
 			     syncmem_wait_cb cb, void *arg);
+int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
+			  struct syncmem_keyed *k, const void *key, size_t len,
+			  void (*fn)(void *arg), void *arg);
 
 /*
  * Lock a key from an event loop, bounded by a timeout and abortable.
@@ -1363,14 +1449,16 @@ int syncmem_keyed_lock_async(struct syncmem_loop *loop, struct syncmem_region *r
  * -ENOSPC: every entry of the table is in use; nothing was queued.
  * -E2BIG: the key is too long; nothing was queued.
  * -EUCLEAN: the table holds values this library never writes.
+ * -ERANGE: the table is not wholly inside @r; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
+ *	queued.
  */
 int syncmem_keyed_lock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
 				   struct syncmem_keyed *k, const void *key, size_t len,
 				   int64_t timeout_ns, syncmem_wait_cb cb, void *arg,
 				   uint64_t *id_out);
-int syncmem_keyed_execute(struct syncmem_loop *loop, struct syncmem_region *r,
-			  struct syncmem_keyed *k, const void *key, size_t len,
-			  void (*fn)(void *arg), void *arg);
 
 /*
  * Count a keyed table's entries, or its keys held or waited for.
@@ -1465,7 +1553,9 @@ int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
  * -EMSGSIZE: the result is larger than @cap.
  * -ENOSPC: the table is full.
  * -EDQUOT: the user has max_user_on_close kernel on-close actions armed
- *	(a leader arms two).
+ *	(a leader arms two); (async) or max_user_async_waits async waits
+ *	queued.
+ * -EAGAIN: (async) the loop's handle has max_async_waits waits queued.
  * -ENOMEM: no free pool block for the result.
  * -E2BIG: the key is longer than SYNCMEM_KEY_MAX.
  * -EDEADLK: called from inside @fn of a flight of the same key, which would
@@ -1474,7 +1564,9 @@ int syncmem_flight_attach(struct syncmem_region *r, void *mem, size_t len,
  * -EUCLEAN: the table, the flight's entry or its result holds values this
  *	library never writes.
  * -EINVAL: an empty key or a NULL argument.
+ * -ERANGE: the table is not wholly inside @r.
  * -ECANCELED: (async) syncmem_loop_free() began.
+ * -EBADFD: (async) the caller is a child forked from the loop's process.
  */
 int syncmem_flight_do(struct syncmem_region *r, struct syncmem_flight *f, const void *key,
 		      size_t len, syncmem_flight_fn fn, void *fn_arg, void *out, size_t cap);
@@ -1507,6 +1599,11 @@ int syncmem_flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
  * -EBADFD: the caller is a child forked from the loop's process.
  * -EUCLEAN: the table or the flight's entry holds values this library
  *	never writes.
+ * -ERANGE: the table is not wholly inside @r; nothing was queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued; nothing
+ *	was queued.
+ * -EDQUOT: the user has max_user_on_close on-close actions armed, or
+ *	max_user_async_waits async waits queued; nothing was queued.
  */
 int syncmem_flight_do_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
 				  struct syncmem_flight *f, const void *key, size_t len,
