@@ -232,7 +232,7 @@ $(BUILD)/tools/repro/%: tools/fuzz/repro/%.c include/uapi/linux/syncmem.h
 # real CPU, with instruction counts from callgrind.
 BENCHES := wake_pingpong notify_all async_pingpong lock_bench rwlock_bench keyed_bench locks_bench
 # The Node.js package's benchmarks run in the same boot (bindings/node/bench).
-NODE_BENCHES := roundtrip locks
+NODE_BENCHES := roundtrip locks overhead
 bench: all node $(BUILD)/bench/pool_bench $(BUILD)/bench/lock_instructions
 	$(ROOT)/tools/vm/run --kernel stock --timeout 1200 --add $(NODE) --add bindings/node -- sh -c \
 		'for b in $(BENCHES); do tools/$$b || exit 1; done; \
