@@ -7,9 +7,13 @@
 //
 //   node examples/cluster-server.js [port] [workers]   serve until ^C
 //   node examples/cluster-server.js --selftest [workers] serve, load it, check, exit
+//     (on a UNIX socket, which needs no TCP/IP in the kernel)
 //   (RATE_LIMIT=N sets the limit, default 200)
 const cluster = require('cluster');
+const fs = require('fs');
 const http = require('http');
+const os = require('os');
+const path = require('path');
 const syncmem = require('..');
 const { Atomics } = syncmem;
 
@@ -42,12 +46,12 @@ function worker() {
     const hits = Atomics.add(i64, 0, 1n) + 1n;
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ hits: Number(hits), worker: cluster.worker.id }) + '\n');
-  }).listen(Number(process.env.PORT), '127.0.0.1');
+  }).listen(...(process.env.SOCKET ? [process.env.SOCKET] : [Number(process.env.PORT), '127.0.0.1']));
 }
 
-function get(port, agent) {
+function get(socketPath, agent) {
   return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+    http.get({ socketPath, path: '/', agent }, (res) => {
       let body = '';
       res.on('data', (d) => { body += d; });
       res.on('end', () => resolve([res.statusCode, body]));
@@ -55,12 +59,12 @@ function get(port, agent) {
   });
 }
 
-async function selftest(port, region) {
+async function selftest(socketPath, region) {
   const i64 = new BigInt64Array(region.buffer);
   const agent = new http.Agent({ keepAlive: false, maxSockets: 16 });
   const n = 5 * LIMIT;
   const first = Math.floor(Date.now() / 1000);
-  const results = await Promise.all(Array.from({ length: n }, () => get(port, agent)));
+  const results = await Promise.all(Array.from({ length: n }, () => get(socketPath, agent)));
   const seconds = Math.floor(Date.now() / 1000) - first + 1;
   const ok = results.filter(([s]) => s === 200);
   const limited = results.filter(([s]) => s === 429).length;
@@ -76,22 +80,30 @@ async function selftest(port, region) {
 
 async function primary() {
   const test = process.argv[2] === '--selftest';
-  const port = test ? 20000 + (process.pid % 20000) : Number(process.argv[2] || 8080);
-  const n = Number((test ? process.argv[3] : process.argv[3]) || 3);
+  const port = Number(process.argv[2] || 8080);
+  const socket = path.join(os.tmpdir(), `cluster-server-${process.pid}.sock`);
+  const n = Number(process.argv[3] || 3);
   const region = syncmem.anonymous(4096);
   cluster.setupPrimary({ stdio: ['inherit', 'inherit', 'inherit', 'ipc', region.fd] });
   let listening = 0;
-  const ready = new Promise((resolve) => cluster.on('listening', () => { if (++listening === n) resolve(); }));
+  const ready = new Promise((resolve, reject) => {
+    cluster.on('listening', () => { if (++listening === n) resolve(); });
+    cluster.on('exit', (w, code, signal) => {
+      if (listening < n)
+        reject(new Error(`worker ${w.id} exited (${code ?? signal}) before listening`));
+    });
+  });
   for (let k = 0; k < n; k++)
-    cluster.fork({ PORT: String(port) });
+    cluster.fork(test ? { SOCKET: socket } : { PORT: String(port) });
   await ready;
   if (!test) {
     console.log(`listening on http://127.0.0.1:${port}/ with ${n} workers`);
     return;
   }
-  const good = await selftest(port, region);
+  const good = await selftest(socket, region);
   for (const w of Object.values(cluster.workers))
     w.kill();
+  fs.rmSync(socket, { force: true });
   process.exitCode = good ? 0 : 1;
 }
 
