@@ -47,6 +47,7 @@
 
 #include "syncmem_compat.h"
 #include "syncmem_core.h"
+#include "syncmem_queue.h"
 
 struct syncmem_async {
 	struct syncmem_waiter w;
@@ -60,7 +61,6 @@ struct syncmem_async {
 	u64 offset;			/* of its word */
 	refcount_t ref;
 	int result;
-	bool timed;
 };
 
 /* An async wait with a deadline. */
@@ -77,31 +77,17 @@ static struct workqueue_struct *syncmem_async_wq;
 /* Async waits alive; module exit waits for zero (timers and work in flight). */
 static atomic64_t syncmem_nr_async = ATOMIC64_INIT(0);
 
+static const struct syncmem_waiter_ops syncmem_async_ops, syncmem_async_timed_ops;
+
+/* Has @a a deadline? Its kind says (a flag would cost a waiter 8 bytes). */
+static bool syncmem_async_has_deadline(const struct syncmem_async *a)
+{
+	return a->w.ops == &syncmem_async_timed_ops;
+}
+
 static struct syncmem_async_timed *to_timed(struct syncmem_async *a)
 {
 	return container_of(a, struct syncmem_async_timed, a);
-}
-
-static void syncmem_handle_release_kref(struct kref *ref)
-{
-	struct syncmem_handle *h = container_of(ref, struct syncmem_handle, ref);
-
-	if (h->eventfd)
-		eventfd_ctx_put(h->eventfd);
-	atomic_long_dec(&h->ns->usage.handles);
-	syncmem_ns_put(h->ns);
-	syncmem_user_put(h->user);
-	kfree(h);
-}
-
-void syncmem_handle_get(struct syncmem_handle *h)
-{
-	kref_get(&h->ref);
-}
-
-void syncmem_handle_put(struct syncmem_handle *h)
-{
-	kref_put(&h->ref, syncmem_handle_release_kref);
 }
 
 /*
@@ -114,26 +100,34 @@ static bool syncmem_async_orphan(const struct syncmem_async *a)
 	return a->life && syncmem_life_over(a->life);
 }
 
-/* Under its bucket lock: pass @w over (syncmem_waiter_gone()). */
-bool syncmem_async_gone(const struct syncmem_waiter *w)
+/*
+ * ->gone, under its bucket lock: nobody will read its record once its
+ * handle is closing or its program has ended (exit or execve).
+ */
+static enum syncmem_gone syncmem_async_gone(const struct syncmem_waiter *w, bool owner_dead)
 {
 	const struct syncmem_async *a = container_of(w, struct syncmem_async, w);
 
-	return READ_ONCE(a->h->closed) || syncmem_async_orphan(a);
+	lockdep_assert_held(&w->b->lock);
+	return owner_dead || READ_ONCE(a->h->closed) || syncmem_async_orphan(a) ?
+	       SYNCMEM_GONE : SYNCMEM_LIVE;
 }
 
 static u64 syncmem_async_deadline(const struct syncmem_async *a)
 {
-	return a->timed ? ktime_to_ns(container_of(a, struct syncmem_async_timed, a)->deadline) :
-	       SYNCMEM_NO_DEADLINE;
+	if (!syncmem_async_has_deadline(a))
+		return SYNCMEM_NO_DEADLINE;
+	return ktime_to_ns(container_of(a, struct syncmem_async_timed, a)->deadline);
 }
 
-/* Under its bucket lock: the process and deadline of async waiter @w. */
-void syncmem_async_describe(const struct syncmem_waiter *w, struct pid_namespace *ns,
-			    struct syncmem_waiter_entry *e)
+/* ->describe, under its bucket lock: its process and deadline. */
+static void syncmem_async_describe(const struct syncmem_waiter *w, struct pid_namespace *ns,
+				   struct syncmem_waiter_entry *e)
 {
 	const struct syncmem_async *a = container_of(w, struct syncmem_async, w);
 
+	lockdep_assert_held(&w->b->lock);
+	e->flags |= SYNCMEM_WAITER_ASYNC;
 	e->pid = pid_nr_ns(syncmem_life_tgid(a->life), ns);
 	e->deadline_ns = syncmem_async_deadline(a);
 }
@@ -147,7 +141,7 @@ static void syncmem_async_free(struct syncmem_async *a)
 	 * its reference on): module exit must not see the last wait go
 	 * before the callback is done with module text and the workqueue.
 	 */
-	if (a->timed)
+	if (syncmem_async_has_deadline(a))
 		hrtimer_cancel(&to_timed(a)->timer);
 	if (a->region)
 		syncmem_region_put(a->region);
@@ -157,7 +151,7 @@ static void syncmem_async_free(struct syncmem_async *a)
 	spin_unlock(&h->lock);
 	syncmem_uncharge_user(h->user, SYNCMEM_USAGE(async_waits));
 	atomic_long_dec(&h->ns->usage.async_waits);
-	if (a->timed)
+	if (syncmem_async_has_deadline(a))
 		kmem_cache_free(syncmem_async_timed_cache, to_timed(a));
 	else
 		kmem_cache_free(syncmem_async_cache, a);
@@ -326,7 +320,7 @@ static void syncmem_async_complete(struct syncmem_async *a, int result)
 	kref_get(&h->ref);
 
 	/* A timer that already fired hands its reference to the work item. */
-	if (a->timed && hrtimer_try_to_cancel(&to_timed(a)->timer) == 1)
+	if (syncmem_async_has_deadline(a) && hrtimer_try_to_cancel(&to_timed(a)->timer) == 1)
 		refcount_dec(&a->ref);	/* never the last: the owner's is held */
 
 	spin_lock(&h->lock);
@@ -351,11 +345,29 @@ static void syncmem_async_complete(struct syncmem_async *a, int result)
 	syncmem_handle_put(h);
 }
 
-/* A notify or hand-off claimed an async waiter (wait.c). */
-void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result)
+/* ->complete: a waker claimed it (-ECANCELED: it was gone). */
+static void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result)
 {
 	syncmem_async_complete(container_of(w, struct syncmem_async, w), result);
 }
+
+/*
+ * An async waiter is completed once its waker dropped the bucket lock. A
+ * timed one is of a kind of its own, which tells it has a timer to stop.
+ */
+static const struct syncmem_waiter_ops syncmem_async_ops = {
+	.wake		= syncmem_wake_defer,
+	.complete	= syncmem_async_complete_waiter,
+	.gone		= syncmem_async_gone,
+	.describe	= syncmem_async_describe,
+};
+
+static const struct syncmem_waiter_ops syncmem_async_timed_ops = {
+	.wake		= syncmem_wake_defer,
+	.complete	= syncmem_async_complete_waiter,
+	.gone		= syncmem_async_gone,
+	.describe	= syncmem_async_describe,
+};
 
 /* The handle's expiry work: time out what its timers put on its list. */
 static void syncmem_handle_expire(struct work_struct *work)
@@ -417,7 +429,7 @@ static int syncmem_async_admit(struct syncmem_waiter *w)
 	spin_lock(&h->lock);
 	err = syncmem_pending_insert(h, a);
 	spin_unlock(&h->lock);
-	if (err || !a->timed)
+	if (err || !syncmem_async_has_deadline(a))
 		return err;
 	t = to_timed(a);
 	refcount_inc(&a->ref);	/* the timer's */
@@ -429,16 +441,21 @@ static int syncmem_async_admit(struct syncmem_waiter *w)
 static struct syncmem_async *syncmem_async_alloc(u64 deadline)
 {
 	struct syncmem_async_timed *t;
+	struct syncmem_async *a;
 
-	if (deadline == SYNCMEM_NO_DEADLINE)
-		return kmem_cache_zalloc(syncmem_async_cache, GFP_KERNEL);
+	if (deadline == SYNCMEM_NO_DEADLINE) {
+		a = kmem_cache_zalloc(syncmem_async_cache, GFP_KERNEL);
+		if (a)
+			a->w.ops = &syncmem_async_ops;
+		return a;
+	}
 	t = kmem_cache_zalloc(syncmem_async_timed_cache, GFP_KERNEL);
 	if (!t)
 		return NULL;
 	syncmem_hrtimer_setup(&t->timer, syncmem_async_timer_fn,
 			      CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	t->deadline = ns_to_ktime(min_t(u64, deadline, KTIME_MAX));
-	t->a.timed = true;
+	t->a.w.ops = &syncmem_async_timed_ops;
 	return &t->a;
 }
 
@@ -490,7 +507,6 @@ static struct syncmem_async *syncmem_async_new(struct syncmem_handle *h,
 	}
 	atomic64_inc(&syncmem_nr_async);
 	atomic_long_inc(&h->ns->usage.async_waits);
-	a->w.async = true;
 	a->life = life;
 	refcount_set(&a->ref, 1);
 	RB_CLEAR_NODE(&a->pending);
@@ -811,13 +827,13 @@ __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 #define SYNCMEM_FDINFO_PENDING	32
 
 /*
- * /proc/<pid>/fdinfo of a handle: how many async waits it has outstanding
- * (pending, or completed and not read), the oldest pending ones, and its
- * armed on-close actions. Regions are named by the inode number that
- * fstat() of their fds gives. Bounded: a reader holds h->lock, which the
- * handle's completions take, only for a few lines.
+ * /proc/<pid>/fdinfo of a handle, its async part: how many async waits it
+ * has outstanding (pending, or completed and not read) and the oldest
+ * pending ones. Regions are named by the inode number that fstat() of
+ * their fds gives. Bounded: a reader holds h->lock, which the handle's
+ * completions take, only for a few lines.
  */
-void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h)
+void syncmem_async_show_fdinfo(struct seq_file *m, struct syncmem_handle *h)
 {
 	unsigned int n = 0;
 	struct syncmem_async *a;
@@ -842,62 +858,31 @@ void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h)
 		seq_puts(m, a->w.observer ? " observer\n" : "\n");
 	}
 	spin_unlock(&h->lock);
-	syncmem_on_close_show(m, h);
 }
 
-/* A handle of the caller, charged to its user and IPC namespace. */
-struct syncmem_handle *syncmem_handle_create(void)
+/* A new handle's async state: no wait, no record, no eventfd. */
+void syncmem_async_handle_init(struct syncmem_handle *h)
 {
-	struct syncmem_handle *h;
-
-	h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
-	if (!h)
-		return NULL;
-	h->user = syncmem_user_get_current();
-	h->ns = syncmem_ns_get_current();
-	if (!h->user || !h->ns) {
-		if (h->ns)
-			syncmem_ns_put(h->ns);
-		syncmem_user_put(h->user);
-		kfree(h);
-		return NULL;
-	}
-	/* No audit record: most callers do not have it and need not. */
-	h->unlimited = ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE);
-	atomic_long_inc(&h->ns->usage.handles);
-	kref_init(&h->ref);
-	spin_lock_init(&h->lock);
 	mutex_init(&h->eventfd_mutex);
 	h->pending = RB_ROOT;
 	INIT_LIST_HEAD(&h->pending_list);
-	INIT_LIST_HEAD(&h->watches);
 	INIT_LIST_HEAD(&h->cq);
-	init_waitqueue_head(&h->wq);
-	init_waitqueue_head(&h->settle_wq);
 	spin_lock_init(&h->expire_lock);
 	INIT_LIST_HEAD(&h->expired);
 	INIT_WORK(&h->expire_work, syncmem_handle_expire);
 	INIT_LIST_HEAD(&h->pass_on);
 	INIT_WORK(&h->pass_on_work, syncmem_handle_pass_on);
-	syncmem_on_close_init(h);
-	return h;
 }
 
 /*
- * The handle's file is closing (maybe its process died). From the moment
- * it is marked closed, notifies and hand-offs pass its waiters over (a
- * hand-off must reach a live waiter); then every queued waiter is taken
- * out of its queue, every unread record dropped, and only then do the
- * on-close actions run, so that what they wake cannot come back to us.
+ * The handle's file is closing (maybe its process died), and it is marked
+ * closed (syncmem_handle_close()): every queued waiter is taken out of its
+ * queue and every unread record dropped, passing on what they were given.
  */
-void syncmem_handle_release(struct syncmem_handle *h)
+void syncmem_async_release(struct syncmem_handle *h)
 {
 	struct syncmem_async *a, *tmp;
 	LIST_HEAD(unread);
-
-	spin_lock(&h->lock);
-	WRITE_ONCE(h->closed, true);
-	spin_unlock(&h->lock);
 
 	while ((a = syncmem_pending_get(h, NULL))) {
 		/* Claimed by somebody else: their completion drops it. */
@@ -919,8 +904,6 @@ void syncmem_handle_release(struct syncmem_handle *h)
 		list_del(&a->node);
 		syncmem_async_drop(a, a->result);
 	}
-	syncmem_on_close_run(h);
-	syncmem_handle_put(h);
 }
 
 /*

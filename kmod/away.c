@@ -54,6 +54,7 @@
 #include <linux/workqueue.h>
 
 #include "syncmem_core.h"
+#include "syncmem_queue.h"
 
 struct syncmem_away {
 	struct syncmem_sync_waiter sw;	/* queued until claimed or cancelled */
@@ -171,6 +172,7 @@ bool syncmem_away_gone(const struct syncmem_waiter *w)
 {
 	const struct syncmem_sync_waiter *sw;
 
+	lockdep_assert_held(&w->b->lock);
 	sw = container_of(w, struct syncmem_sync_waiter, w);
 	if (sw->task)
 		return false;	/* asleep in its call */
@@ -262,6 +264,54 @@ struct syncmem_away *syncmem_away_keep(struct syncmem_away *a,
 static int syncmem_fd_is(const void *file, struct file *f, unsigned int fd)
 {
 	return f == file;
+}
+
+/**
+ * syncmem_waiter_move - put a heap copy in a queued waiter's place
+ * @from:	A blocked waiter, queued when it began to sleep.
+ * @to:		Its copy, taking its place and arrival number; away (no task).
+ *
+ * Returns true if @from was still queued and @to is now; false if it was
+ * claimed first (its state says by what).
+ */
+bool syncmem_waiter_move(struct syncmem_waiter *from,
+			 struct syncmem_sync_waiter *to)
+{
+	struct syncmem_bucket *b = from->b;
+	bool moved;
+
+	spin_lock(&b->lock);
+	moved = from->state == SYNCMEM_W_QUEUED;
+	if (moved) {
+		to->w = *from;
+		to->task = NULL;
+		to->deadline = container_of(from, struct syncmem_sync_waiter, w)->deadline;
+		list_replace(&from->node, &to->w.node);
+	}
+	spin_unlock(&b->lock);
+	return moved;
+}
+
+/**
+ * syncmem_waiter_set_task - a blocked waiter comes back, or goes away
+ * @sw:		A waiter that was queued.
+ * @task:	The task to wake when it is claimed, or NULL while away.
+ *
+ * Returns SYNCMEM_W_QUEUED if @sw is still queued (and now has @task), else
+ * the state it was claimed with while away.
+ */
+int syncmem_waiter_set_task(struct syncmem_sync_waiter *sw,
+			    struct task_struct *task)
+{
+	struct syncmem_bucket *b = sw->w.b;
+	int state;
+
+	spin_lock(&b->lock);
+	state = sw->w.state;
+	if (state == SYNCMEM_W_QUEUED)
+		sw->task = task;
+	spin_unlock(&b->lock);
+	return state;
 }
 
 /**

@@ -191,6 +191,15 @@ struct file *syncmem_fs_file(struct syncmem_region *r, bool rdonly,
 	return file;
 }
 
+/*
+ * The region of @file if it is a region file (the only files of this
+ * filesystem: its inodes cannot be opened again by path), else NULL.
+ */
+struct syncmem_region *syncmem_fs_file_region(struct file *file)
+{
+	return file->f_path.mnt == syncmem_mnt ? file->private_data : NULL;
+}
+
 /* May the caller open @r read-only, or read-write? 0 or -EACCES. */
 int syncmem_fs_permission(struct syncmem_region *r, bool rdonly)
 {

@@ -19,49 +19,23 @@
 #include <linux/uaccess.h>
 
 #include "syncmem_core.h"
+#include "syncmem_queue.h"
 
-/**
- * syncmem_list_alloc - check a list ioctl's flags and count, get its array
- * @flags:	Its flags (none are known: must be zero).
- * @count:	Entries asked for, at most SYNCMEM_LIST_MAX.
- * @esize:	Size of one entry.
- * @out:	Set to the zeroed array (NULL for @count 0).
- *
- * Returns 0, -EINVAL or -ENOMEM.
+/*
+ * The first waiters of a region in (offset, position) order from a cursor
+ * on, picked while its queues are walked (introspect.c).
  */
-long syncmem_list_alloc(u32 flags, u32 count, size_t esize, void **out)
-{
-	*out = NULL;
-	if (flags || count > SYNCMEM_LIST_MAX)
-		return -EINVAL;
-	if (!count)
-		return 0;
-	*out = kvcalloc(count, esize, GFP_KERNEL_ACCOUNT);
-	return *out ? 0 : -ENOMEM;
-}
-
-/**
- * syncmem_list_reply - end a list ioctl: entries out, then its argument
- * @uarg:	The ioctl's argument in user memory.
- * @arg:	Its updated kernel copy, @arg_size bytes.
- * @arg_size:	See @arg.
- * @entries:	User address of the caller's array.
- * @out:	The entries (kvmalloc'ed or NULL), freed here.
- * @bytes:	Their size.
- *
- * Returns 0 or -EFAULT.
- */
-long syncmem_list_reply(void __user *uarg, const void *arg, size_t arg_size,
-			u64 entries, void *out, size_t bytes)
-{
-	long ret = 0;
-
-	if (copy_to_user(u64_to_user_ptr(entries), out, bytes) ||
-	    copy_to_user(uarg, arg, arg_size))
-		ret = -EFAULT;
-	kvfree(out);
-	return ret;
-}
+struct syncmem_waiter_pick {
+	bool one;			/* only the word at @offset */
+	u64 offset;
+	u64 from_offset;		/* none before (@from_offset, @from_position) */
+	u32 from_position;
+	struct syncmem_waiter_entry *out; /* a max-heap of @n until finished */
+	u32 cap;
+	u32 n;
+	u64 total;			/* waiters at or after the cursor */
+	bool replaced;			/* the slot given was the heap's top */
+};
 
 /* (offset, position) order of waiter entries. */
 static bool syncmem_entry_before(u64 offset, u32 position,
@@ -77,7 +51,7 @@ static void syncmem_entry_swap(struct syncmem_waiter_entry *a,
 }
 
 /* Would the waiter at (@offset, @position) be kept (it is not before the cursor)? */
-bool syncmem_pick_wanted(const struct syncmem_waiter_pick *p, u64 offset, u32 position)
+static bool syncmem_pick_wanted(const struct syncmem_waiter_pick *p, u64 offset, u32 position)
 {
 	return p->n < p->cap ||
 	       (p->cap && syncmem_entry_before(offset, position, &p->out[0]));
@@ -89,8 +63,8 @@ bool syncmem_pick_wanted(const struct syncmem_waiter_pick *p, u64 offset, u32 po
  * not full it goes at the end; once full it replaces the latest kept (the
  * top of the max-heap). syncmem_pick_placed() restores the heap afterwards.
  */
-struct syncmem_waiter_entry *syncmem_pick_slot(struct syncmem_waiter_pick *p,
-					       u64 offset, u32 position)
+static struct syncmem_waiter_entry *syncmem_pick_slot(struct syncmem_waiter_pick *p,
+						      u64 offset, u32 position)
 {
 	if (!syncmem_pick_wanted(p, offset, position))
 		return NULL;
@@ -104,7 +78,7 @@ static bool syncmem_heap_less(const struct syncmem_waiter_entry *a,
 	return syncmem_entry_before(a->offset, a->position, b);
 }
 
-void syncmem_pick_placed(struct syncmem_waiter_pick *p)
+static void syncmem_pick_placed(struct syncmem_waiter_pick *p)
 {
 	struct syncmem_waiter_entry *h = p->out;
 	u32 i, child;
@@ -133,6 +107,175 @@ static int syncmem_waiter_entry_cmp(const void *a, const void *b)
 	if (syncmem_heap_less(x, y))
 		return -1;
 	return syncmem_heap_less(y, x);
+}
+
+/*
+ * Under b->lock: what a caller in @ns may know of queued waiter @w; its
+ * kind adds who waits, and until when.
+ */
+static void syncmem_waiter_describe(const struct syncmem_waiter *w,
+				    struct pid_namespace *ns,
+				    struct syncmem_waiter_entry *e)
+{
+	lockdep_assert_held(&w->b->lock);
+	*e = (struct syncmem_waiter_entry){
+		.offset = w->q->offset,
+		.since_ns = w->seq,
+		.owner = w->owner,
+		.size = w->size,
+	};
+	if (w->observer)
+		e->flags |= SYNCMEM_WAITER_OBSERVER;
+	if (w->owner)
+		e->flags |= SYNCMEM_WAITER_OWNER;
+	w->ops->describe(w, ns, e);
+}
+
+/*
+ * A place in a queue's arrival order, which merges its two lists (both in
+ * arrival order): the next writable waiter and the next observer from
+ * there, NULL at the end of either.
+ */
+struct syncmem_queue_cursor {
+	struct syncmem_bucket *b;	/* its lock is held */
+	struct syncmem_queue *q;
+	struct syncmem_waiter *wa;
+	struct syncmem_waiter *ob;
+};
+
+static struct syncmem_waiter *syncmem_list_next(struct syncmem_waiter *w,
+						struct list_head *head)
+{
+	return list_is_last(&w->node, head) ? NULL : list_next_entry(w, node);
+}
+
+static struct syncmem_waiter *syncmem_list_prev(struct syncmem_waiter *w,
+						struct list_head *head)
+{
+	return list_is_first(&w->node, head) ? NULL : list_prev_entry(w, node);
+}
+
+static struct syncmem_waiter *syncmem_list_last(struct list_head *head)
+{
+	return list_empty(head) ? NULL : list_last_entry(head, struct syncmem_waiter, node);
+}
+
+/* Under b->lock: the waiter at the cursor, which then moves past it. */
+static struct syncmem_waiter *syncmem_cursor_next(struct syncmem_queue_cursor *c)
+{
+	struct syncmem_waiter *w;
+
+	lockdep_assert_held(&c->b->lock);
+	if (!c->wa || (c->ob && c->ob->seq < c->wa->seq)) {
+		w = c->ob;
+		if (w)
+			c->ob = syncmem_list_next(w, &c->q->observers);
+		return w;
+	}
+	w = c->wa;
+	c->wa = syncmem_list_next(w, &c->q->waiters);
+	return w;
+}
+
+/*
+ * Under b->lock: put the cursor at @position of @q, a queue of @b (below
+ * q->nr), walking from whichever end of the queue is nearer.
+ */
+static void syncmem_cursor_seek(struct syncmem_queue_cursor *c, struct syncmem_bucket *b,
+				struct syncmem_queue *q, u32 position)
+{
+	struct syncmem_waiter *pw, *po;
+	u32 i;
+
+	lockdep_assert_held(&b->lock);
+	c->b = b;
+	c->q = q;
+	if (position <= q->nr / 2) {
+		c->wa = list_first_entry_or_null(&q->waiters, struct syncmem_waiter, node);
+		c->ob = list_first_entry_or_null(&q->observers, struct syncmem_waiter, node);
+		for (i = 0; i < position; i++)
+			syncmem_cursor_next(c);
+		return;
+	}
+	/* Back from the newest: each step takes the newer list's last one. */
+	pw = syncmem_list_last(&q->waiters);
+	po = syncmem_list_last(&q->observers);
+	c->wa = NULL;
+	c->ob = NULL;
+	for (i = q->nr; i > position; i--) {
+		if (!po || (pw && pw->seq > po->seq)) {
+			c->wa = pw;
+			pw = syncmem_list_prev(pw, &q->waiters);
+		} else {
+			c->ob = po;
+			po = syncmem_list_prev(po, &q->observers);
+		}
+	}
+}
+
+/*
+ * Under b->lock: offer the waiters of @q, a queue of @b, from @p's cursor on, in arrival
+ * order, until @p keeps no more of them. The count comes from q->nr, so a
+ * reader walks at most the entries it keeps plus the way to the cursor
+ * (from the nearer end), not the whole queue.
+ */
+static void syncmem_queue_describe(struct syncmem_bucket *b, struct syncmem_queue *q,
+				   struct pid_namespace *ns, struct syncmem_waiter_pick *p)
+{
+	struct syncmem_queue_cursor c;
+	struct syncmem_waiter_entry *e;
+	struct syncmem_waiter *w;
+	u32 position = 0;
+
+	lockdep_assert_held(&b->lock);
+	if (q->offset < p->from_offset)
+		return;
+	if (q->offset == p->from_offset)
+		position = p->from_position;
+	if (position >= q->nr)
+		return;
+	p->total += q->nr - position;
+	if (!syncmem_pick_wanted(p, q->offset, position))
+		return;
+	syncmem_cursor_seek(&c, b, q, position);
+	for (; position < q->nr; position++) {
+		w = syncmem_cursor_next(&c);
+		e = syncmem_pick_slot(p, q->offset, position);
+		if (!e)
+			break;		/* and none after it in this queue */
+		syncmem_waiter_describe(w, ns, e);
+		e->position = position;
+		syncmem_pick_placed(p);
+	}
+}
+
+/**
+ * syncmem_waiters_walk - offer every waiter of a region to a selection
+ * @r:	The region (a reference is held by the caller).
+ * @p:	The selection; with @p->one only the word at @p->offset is looked at.
+ *
+ * Each queue is read whole under its bucket lock, one bucket after another.
+ */
+static void syncmem_waiters_walk(struct syncmem_region *r, struct syncmem_waiter_pick *p)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	unsigned long i, first = 0, last = (1UL << r->bucket_bits) - 1;
+	struct syncmem_queue *q;
+
+	if (p->one) {
+		first = syncmem_bucket_of(r, p->offset) - r->buckets;
+		last = first;
+	}
+	for (i = first; i <= last; i++) {
+		struct syncmem_bucket *b = &r->buckets[i];
+
+		spin_lock(&b->lock);
+		hlist_for_each_entry(q, &b->queues, node)
+			if (!p->one || q->offset == p->offset)
+				syncmem_queue_describe(b, q, ns, p);
+		spin_unlock(&b->lock);
+		cond_resched();
+	}
 }
 
 /* The first @p->cap waiters from the cursor on, in order: their count. */

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * syncmem: the /dev/syncmem misc device, its handles and the handle ioctls.
+ * syncmem: the module, and the entry points of its two kinds of file: the
+ * /dev/syncmem misc device, whose opens are handles, and region files. The
+ * file operations and the ioctl dispatch of both live here, above the
+ * parts they call (the handle's async waits and on-close actions, the
+ * region's waits, wake-ups, owner words, names and introspection); those
+ * name no entry point.
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
@@ -17,9 +22,35 @@
 #include "syncmem_core.h"
 #include "syncmem_version.h"
 
-static int syncmem_dev_open(struct inode *inode, struct file *file)
+/* A handle of the caller with the state of each of its parts. */
+static struct syncmem_handle *syncmem_handle_new(void)
 {
 	struct syncmem_handle *h = syncmem_handle_create();
+
+	if (!h)
+		return NULL;
+	syncmem_async_handle_init(h);
+	syncmem_on_close_init(h);
+	return h;
+}
+
+/*
+ * The handle's file is closing (maybe its process died). From the moment
+ * it is marked closed, notifies and hand-offs pass its waiters over; then
+ * its async waits end, and only then do the on-close actions run, so that
+ * what they wake cannot come back to it.
+ */
+static void syncmem_handle_release(struct syncmem_handle *h)
+{
+	syncmem_handle_close(h);
+	syncmem_async_release(h);
+	syncmem_on_close_run(h);
+	syncmem_handle_put(h);
+}
+
+static int syncmem_dev_open(struct inode *inode, struct file *file)
+{
+	struct syncmem_handle *h = syncmem_handle_new();
 
 	if (!h)
 		return -ENOMEM;
@@ -85,6 +116,8 @@ static long syncmem_ioctl_version(void __user *uarg)
 
 	return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
 }
+
+static int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly);
 
 static long syncmem_ioctl_region_open(void __user *uarg)
 {
@@ -223,6 +256,94 @@ static long syncmem_dev_ioctl(struct file *file, unsigned int cmd,
 
 static const struct file_operations syncmem_dev_fops;
 
+static long syncmem_ioctl_handle_open(void __user *uarg);
+
+/* Closed in a process: its waiters away on @r can no longer come back. */
+static int syncmem_region_file_flush(struct file *file, fl_owner_t id)
+{
+	syncmem_away_flush(file->private_data, id);
+	return 0;
+}
+
+static long syncmem_region_ioctl_info(struct file *file, void __user *uarg)
+{
+	struct syncmem_region *r = file->private_data;
+	struct syncmem_region_info info = {
+		.size = r->size,
+		.mode = r->mode,
+		.waiters = atomic_read(&r->nr_waiters),
+		.files = atomic_long_read(&r->nr_files),
+		.mappings = atomic_long_read(&r->nr_mappings),
+	};
+
+	syncmem_region_owner(r, &info.uid, &info.gid);
+	if (!(file->f_mode & FMODE_WRITE))
+		info.flags |= SYNCMEM_INFO_RDONLY;
+	if (syncmem_region_is_named(r))
+		info.flags |= SYNCMEM_INFO_NAMED;
+	if (copy_to_user(uarg, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
+				 unsigned long arg)
+{
+	struct syncmem_region *r = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	bool writable = file->f_mode & FMODE_WRITE;
+
+	switch (cmd) {
+	case SYNCMEM_IOC_REGION_INFO:
+		return syncmem_region_ioctl_info(file, uarg);
+	case SYNCMEM_IOC_WAIT:
+		return syncmem_ioctl_wait(r, file, uarg);
+	case SYNCMEM_IOC_NOTIFY:
+		if (!writable)
+			return -EBADF;
+		return syncmem_ioctl_notify(r, uarg);
+	case SYNCMEM_IOC_HANDOFF:
+		if (!writable)
+			return -EBADF;
+		return syncmem_ioctl_handoff(r, uarg);
+	case SYNCMEM_IOC_LOCK_WAIT:
+		return syncmem_ioctl_lock_wait(r, file, uarg);
+	case SYNCMEM_IOC_UNLOCK:
+		if (!writable)
+			return -EBADF;
+		return syncmem_ioctl_unlock(r, uarg);
+	case SYNCMEM_IOC_OWNER:
+		return syncmem_ioctl_owner(uarg);
+	case SYNCMEM_IOC_WAITERS:
+		return syncmem_ioctl_waiters(r, uarg);
+	case SYNCMEM_IOC_WHO:
+		return syncmem_ioctl_who(r, uarg);
+	case SYNCMEM_IOC_OBJECT_NAME:
+		if (!writable)
+			return -EBADF;
+		return syncmem_ioctl_object_name(r, uarg);
+	case SYNCMEM_IOC_OBJECTS:
+		return syncmem_ioctl_objects(r, uarg);
+	case SYNCMEM_IOC_ARMED:
+		return syncmem_ioctl_armed(r, uarg);
+	case SYNCMEM_IOC_HANDLE_OPEN:
+		return syncmem_ioctl_handle_open(uarg);
+	default:
+		return -ENOIOCTLCMD;
+	}
+}
+
+static const struct file_operations syncmem_region_fops = {
+	.owner		= THIS_MODULE,
+	.flush		= syncmem_region_file_flush,
+	.release	= syncmem_region_file_release,
+	.mmap		= syncmem_region_mmap,
+	.show_fdinfo	= syncmem_region_show_fdinfo,
+	.unlocked_ioctl	= syncmem_region_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
 /**
  * syncmem_ioctl_handle_open - a handle from a region fd (HANDLE_OPEN)
  * @uarg:	struct syncmem_handle_open.
@@ -233,7 +354,7 @@ static const struct file_operations syncmem_dev_fops;
  * its holder reach: it creates, unlinks and lists no regions and reads no
  * counters. Returns the fd (O_CLOEXEC) or a negative errno.
  */
-long syncmem_ioctl_handle_open(void __user *uarg)
+static long syncmem_ioctl_handle_open(void __user *uarg)
 {
 	struct syncmem_handle_open arg;
 	struct syncmem_handle *h;
@@ -247,7 +368,7 @@ long syncmem_ioctl_handle_open(void __user *uarg)
 	fd = get_unused_fd_flags(O_CLOEXEC);
 	if (fd < 0)
 		return fd;
-	h = syncmem_handle_create();
+	h = syncmem_handle_new();
 	if (!h) {
 		put_unused_fd(fd);
 		return -ENOMEM;
@@ -268,7 +389,8 @@ long syncmem_ioctl_handle_open(void __user *uarg)
 /* /proc/<pid>/fdinfo/<fd> of a handle: its async waits and on-close actions. */
 static void syncmem_dev_show_fdinfo(struct seq_file *m, struct file *file)
 {
-	syncmem_handle_show_fdinfo(m, file->private_data);
+	syncmem_async_show_fdinfo(m, file->private_data);
+	syncmem_on_close_show(m, file->private_data);
 }
 
 static const struct file_operations syncmem_dev_fops = {
@@ -282,6 +404,33 @@ static const struct file_operations syncmem_dev_fops = {
 	.llseek		= noop_llseek,
 	.show_fdinfo	= syncmem_dev_show_fdinfo,
 };
+
+/**
+ * syncmem_region_install_fd - give the caller a region fd (O_CLOEXEC)
+ * @r:		The region; the new file takes its own reference.
+ * @rdonly:	Open the file read-only.
+ *
+ * Returns the fd or a negative errno.
+ */
+static int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly)
+{
+	struct file *file;
+	int fd;
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	kref_get(&r->ref);
+	file = syncmem_fs_file(r, rdonly, &syncmem_region_fops);
+	if (IS_ERR(file)) {
+		syncmem_region_put(r);
+		put_unused_fd(fd);
+		return PTR_ERR(file);
+	}
+	atomic_long_inc(&r->nr_files);
+	fd_install(fd, file);
+	return fd;
+}
 
 static struct miscdevice syncmem_miscdev = {
 	.minor	= MISC_DYNAMIC_MINOR,
@@ -303,12 +452,15 @@ static int __init syncmem_init(void)
 	err = syncmem_fs_init();
 	if (err)
 		goto out_ns;
-	err = syncmem_wait_init();
+	err = syncmem_queue_init();
 	if (err)
 		goto out_fs;
+	err = syncmem_lockword_init();
+	if (err)
+		goto out_queue;
 	err = syncmem_owner_init();
 	if (err)
-		goto out_wait;
+		goto out_lockword;
 	err = syncmem_async_init();
 	if (err)
 		goto out_owner;
@@ -321,8 +473,10 @@ out_async:
 	syncmem_async_exit();
 out_owner:
 	syncmem_owner_exit();
-out_wait:
-	syncmem_wait_exit();
+out_lockword:
+	syncmem_lockword_exit();
+out_queue:
+	syncmem_queue_exit();
 out_fs:
 	syncmem_fs_exit();
 out_ns:
@@ -341,7 +495,8 @@ static void __exit syncmem_exit(void)
 	syncmem_away_exit();
 	syncmem_owner_exit();
 	syncmem_ns_exit();
-	syncmem_wait_exit();
+	syncmem_lockword_exit();
+	syncmem_queue_exit();
 	syncmem_fs_exit();
 	/* kfree_rcu() of users and namespaces; dentries putting the module */
 	rcu_barrier();

@@ -74,6 +74,7 @@ static struct syncmem_object *syncmem_object_at(struct syncmem_region *r,
 {
 	struct syncmem_object *o;
 
+	lockdep_assert_held(&r->objects_mutex);
 	list_for_each_entry(o, &r->objects, node) {
 		if (o->e.offset >= offset) {
 			*exact = o->e.offset == offset;

@@ -274,6 +274,7 @@ static void syncmem_armed_describe(const struct syncmem_on_close_action *a,
 				   struct pid_namespace *ns,
 				   struct syncmem_armed_entry *e)
 {
+	lockdep_assert_held(&a->r->armed_lock);
 	*e = (struct syncmem_armed_entry){
 		.offset = a->offset,
 		.value = a->value,

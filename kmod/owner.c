@@ -308,6 +308,7 @@ static void syncmem_owner_remove(struct syncmem_owner_entry *o)
 {
 	struct syncmem_life *life = o->life;
 
+	lockdep_assert_held(&syncmem_owner_mutex);
 	rhashtable_remove_fast(&syncmem_owners, &o->node, syncmem_owner_params);
 	list_del(&o->life_node);
 	life->nr_owners--;
@@ -589,6 +590,7 @@ static bool syncmem_life_prune(struct syncmem_life *life)
 	struct syncmem_owner_entry *o, *tmp;
 	bool alive, pruned = false;
 
+	lockdep_assert_held(&syncmem_owner_mutex);
 	list_for_each_entry_safe(o, tmp, &life->owners, life_node) {
 		rcu_read_lock();
 		alive = syncmem_owner_running(o);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * syncmem regions: memory, charging, the region file and its mappings.
+ * syncmem regions: memory, charging, mappings, and the region behind a
+ * region file (whose file operations and ioctls main.c dispatches).
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
@@ -120,6 +121,9 @@ struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
 	err = syncmem_region_queues_init(r);
 	if (err)
 		goto out_charge;
+	syncmem_region_owner_init(r);
+	INIT_LIST_HEAD(&r->away);
+	mutex_init(&r->away_flush_mutex);
 	err = syncmem_region_alloc_pages(r);
 	if (err)
 		goto out_queues;
@@ -328,7 +332,7 @@ static const struct vm_operations_struct syncmem_region_vm_ops = {
  * VM_MAYSHARE), never executable, never writable through a read-only fd,
  * never larger than the region and never grown by mremap().
  */
-static int syncmem_region_mmap(struct file *file, struct vm_area_struct *vma)
+int syncmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct syncmem_region *r = file->private_data;
 	unsigned long pages = vma_pages(vma);
@@ -356,7 +360,7 @@ static int syncmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 }
 
-static int syncmem_region_file_release(struct inode *inode, struct file *file)
+int syncmem_region_file_release(struct inode *inode, struct file *file)
 {
 	struct syncmem_region *r = file->private_data;
 
@@ -364,92 +368,6 @@ static int syncmem_region_file_release(struct inode *inode, struct file *file)
 	syncmem_region_put(r);
 	return 0;
 }
-
-/* Closed in a process: its waiters away on @r can no longer come back. */
-static int syncmem_region_file_flush(struct file *file, fl_owner_t id)
-{
-	syncmem_away_flush(file->private_data, id);
-	return 0;
-}
-
-static long syncmem_region_ioctl_info(struct file *file, void __user *uarg)
-{
-	struct syncmem_region *r = file->private_data;
-	struct syncmem_region_info info = {
-		.size = r->size,
-		.mode = r->mode,
-		.waiters = atomic_read(&r->nr_waiters),
-		.files = atomic_long_read(&r->nr_files),
-		.mappings = atomic_long_read(&r->nr_mappings),
-	};
-
-	syncmem_region_owner(r, &info.uid, &info.gid);
-	if (!(file->f_mode & FMODE_WRITE))
-		info.flags |= SYNCMEM_INFO_RDONLY;
-	if (syncmem_region_is_named(r))
-		info.flags |= SYNCMEM_INFO_NAMED;
-	if (copy_to_user(uarg, &info, sizeof(info)))
-		return -EFAULT;
-	return 0;
-}
-
-static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
-				 unsigned long arg)
-{
-	struct syncmem_region *r = file->private_data;
-	void __user *uarg = (void __user *)arg;
-	bool writable = file->f_mode & FMODE_WRITE;
-
-	switch (cmd) {
-	case SYNCMEM_IOC_REGION_INFO:
-		return syncmem_region_ioctl_info(file, uarg);
-	case SYNCMEM_IOC_WAIT:
-		return syncmem_ioctl_wait(r, file, uarg);
-	case SYNCMEM_IOC_NOTIFY:
-		if (!writable)
-			return -EBADF;
-		return syncmem_ioctl_notify(r, uarg);
-	case SYNCMEM_IOC_HANDOFF:
-		if (!writable)
-			return -EBADF;
-		return syncmem_ioctl_handoff(r, uarg);
-	case SYNCMEM_IOC_LOCK_WAIT:
-		return syncmem_ioctl_lock_wait(r, file, uarg);
-	case SYNCMEM_IOC_UNLOCK:
-		if (!writable)
-			return -EBADF;
-		return syncmem_ioctl_unlock(r, uarg);
-	case SYNCMEM_IOC_OWNER:
-		return syncmem_ioctl_owner(uarg);
-	case SYNCMEM_IOC_WAITERS:
-		return syncmem_ioctl_waiters(r, uarg);
-	case SYNCMEM_IOC_WHO:
-		return syncmem_ioctl_who(r, uarg);
-	case SYNCMEM_IOC_OBJECT_NAME:
-		if (!writable)
-			return -EBADF;
-		return syncmem_ioctl_object_name(r, uarg);
-	case SYNCMEM_IOC_OBJECTS:
-		return syncmem_ioctl_objects(r, uarg);
-	case SYNCMEM_IOC_ARMED:
-		return syncmem_ioctl_armed(r, uarg);
-	case SYNCMEM_IOC_HANDLE_OPEN:
-		return syncmem_ioctl_handle_open(uarg);
-	default:
-		return -ENOIOCTLCMD;
-	}
-}
-
-static const struct file_operations syncmem_region_fops = {
-	.owner		= THIS_MODULE,
-	.flush		= syncmem_region_file_flush,
-	.release	= syncmem_region_file_release,
-	.mmap		= syncmem_region_mmap,
-	.show_fdinfo	= syncmem_region_show_fdinfo,
-	.unlocked_ioctl	= syncmem_region_ioctl,
-	.compat_ioctl	= compat_ptr_ioctl,
-	.llseek		= noop_llseek,
-};
 
 /**
  * syncmem_region_get_fd - the region behind a region fd, with a reference
@@ -463,51 +381,23 @@ static const struct file_operations syncmem_region_fops = {
 struct syncmem_region *syncmem_region_get_fd(int fd, bool writable,
 					     bool *rdonly)
 {
-	struct syncmem_region *r = ERR_PTR(-EINVAL);
+	struct syncmem_region *r;
 	struct fd f = fdget(fd);
 	struct file *file = fd_file(f);
 
 	if (!file)
 		return ERR_PTR(-EBADF);
-	if (file->f_op == &syncmem_region_fops) {
-		bool ro = !(file->f_mode & FMODE_WRITE);
-
-		if (writable && ro) {
-			fdput(f);
-			return ERR_PTR(-EBADF);
-		}
+	r = syncmem_fs_file_region(file);
+	if (!r) {
+		r = ERR_PTR(-EINVAL);
+	} else if (writable && !(file->f_mode & FMODE_WRITE)) {
+		r = ERR_PTR(-EBADF);
+	} else {
 		if (rdonly)
-			*rdonly = ro;
-		r = file->private_data;
+			*rdonly = !(file->f_mode & FMODE_WRITE);
 		kref_get(&r->ref);
 	}
 	fdput(f);
 	return r;
 }
 
-/**
- * syncmem_region_install_fd - give the caller a region fd (O_CLOEXEC)
- * @r:		The region; the new file takes its own reference.
- * @rdonly:	Open the file read-only.
- *
- * Returns the fd or a negative errno.
- */
-int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly)
-{
-	struct file *file;
-	int fd;
-
-	fd = get_unused_fd_flags(O_CLOEXEC);
-	if (fd < 0)
-		return fd;
-	kref_get(&r->ref);
-	file = syncmem_fs_file(r, rdonly, &syncmem_region_fops);
-	if (IS_ERR(file)) {
-		syncmem_region_put(r);
-		put_unused_fd(fd);
-		return PTR_ERR(file);
-	}
-	atomic_long_inc(&r->nr_files);
-	fd_install(fd, file);
-	return fd;
-}

@@ -25,9 +25,13 @@ struct mm_struct;
 struct pid_namespace;
 struct seq_file;
 struct user_namespace;
+struct vm_area_struct;
 struct syncmem_bucket;
 struct syncmem_life;
 struct syncmem_queue;
+struct syncmem_wake;
+struct syncmem_waiter;
+struct syncmem_waiter_entry;
 
 enum syncmem_waiter_state {
 	SYNCMEM_W_QUEUED,
@@ -38,10 +42,38 @@ enum syncmem_waiter_state {
 	SYNCMEM_W_OWNER_DIED,	/* owner word: took it over from a dead owner */
 };
 
+/* What a waker does with a waiter that will never take up what it is given. */
+enum syncmem_gone {
+	SYNCMEM_LIVE,		/* not gone */
+	SYNCMEM_GONE,		/* wakers take it out: ->wake with CANCELLED */
+	SYNCMEM_GONE_LEAVING,	/* its own call takes it out: passed over */
+};
+
 /*
- * A waiter in a word's queue: part of a blocked WAIT (wait.c) or of an async
- * wait (async.c), which @async tells apart. Every field but @node, @q and
- * @state is set before the waiter is queued and never changes after.
+ * A kind of waiter (a blocked WAIT in wait.c, an async wait in async.c), as
+ * the queue core (queue.c) sees it: the core never names a kind.
+ * @wake:	Under the bucket lock, @w just claimed (out of its queue) with
+ *		@state (SYNCMEM_W_CANCELLED when it was gone): note in @wk what
+ *		is to be done once the lock is dropped (syncmem_wake_defer()
+ *		has ->complete called then). The last access to @w if it may
+ *		go away as soon as its state is seen.
+ * @complete:	With no lock held, for a waiter ->wake deferred: its result
+ *		(SYNCMEM_WAIT_*, or -ECANCELED when it was gone).
+ * @gone:	Under the bucket lock: will @w never take up what it is given
+ *		(@owner_dead: it waits as an owner id that died)?
+ * @describe:	Under the bucket lock: who waits, and until when.
+ */
+struct syncmem_waiter_ops {
+	void (*wake)(struct syncmem_waiter *w, int state, struct syncmem_wake *wk);
+	void (*complete)(struct syncmem_waiter *w, int result);
+	enum syncmem_gone (*gone)(const struct syncmem_waiter *w, bool owner_dead);
+	void (*describe)(const struct syncmem_waiter *w, struct pid_namespace *ns,
+			 struct syncmem_waiter_entry *e);
+};
+
+/*
+ * A waiter in a word's queue, of the kind @ops says. Every field but @node,
+ * @q and @state is set before the waiter is queued and never changes after.
  */
 struct syncmem_waiter {
 	struct list_head node;		/* in its queue while queued */
@@ -56,8 +88,8 @@ struct syncmem_waiter {
 		u64 seq;
 		u64 handoff_value;	/* once claimed by a HANDOFF: its value */
 	};
+	const struct syncmem_waiter_ops *ops;
 	int state;	/* enum syncmem_waiter_state; leaves QUEUED under b->lock */
-	bool async;
 	bool observer;			/* read-only region fd: never handed off */
 	u8 size;			/* of its word, 4 or 8 */
 	/*
@@ -83,27 +115,6 @@ struct syncmem_sync_waiter {
 	bool heir;			/* an owner wait next in line: may spin */
 	u64 deadline;			/* its deadline_ns, for introspection */
 };
-
-/*
- * The first waiters of a region in (offset, position) order from a cursor
- * on, picked while its queues are walked (introspect.c).
- */
-struct syncmem_waiter_pick {
-	bool one;			/* only the word at @offset */
-	u64 offset;
-	u64 from_offset;		/* none before (@from_offset, @from_position) */
-	u32 from_position;
-	struct syncmem_waiter_entry *out; /* a max-heap of @n until finished */
-	u32 cap;
-	u32 n;
-	u64 total;			/* waiters at or after the cursor */
-	bool replaced;			/* the slot given was the heap's top */
-};
-
-bool syncmem_pick_wanted(const struct syncmem_waiter_pick *p, u64 offset, u32 position);
-struct syncmem_waiter_entry *syncmem_pick_slot(struct syncmem_waiter_pick *p,
-					       u64 offset, u32 position);
-void syncmem_pick_placed(struct syncmem_waiter_pick *p);
 
 struct syncmem_away;
 struct files_struct;
@@ -297,22 +308,36 @@ struct file *syncmem_fs_file(struct syncmem_region *r, bool rdonly,
 			     const struct file_operations *fops);
 int syncmem_fs_permission(struct syncmem_region *r, bool rdonly);
 bool syncmem_fs_may_read(struct syncmem_region *r);
+struct syncmem_region *syncmem_fs_file_region(struct file *file);
 
 /* region.c */
 struct syncmem_region *syncmem_region_create(u64 size, u32 name_len,
 					     struct syncmem_ns *ns);
 void syncmem_region_put(struct syncmem_region *r);
-int syncmem_region_install_fd(struct syncmem_region *r, bool rdonly);
+int syncmem_region_mmap(struct file *file, struct vm_area_struct *vma);
+int syncmem_region_file_release(struct inode *inode, struct file *file);
 struct syncmem_region *syncmem_region_get_fd(int fd, bool writable,
 					     bool *rdonly);
 void syncmem_region_owner(struct syncmem_region *r, u32 *uid, u32 *gid);
 bool syncmem_region_mapped_by(struct syncmem_region *r, const struct mm_struct *mm);
 
-/* wait.c */
-int syncmem_wait_init(void);
-void syncmem_wait_exit(void);
+/* word.c: region words as the kernel reads and changes them */
+int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
+		       u64 value);
+u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size);
+void syncmem_word_write(struct syncmem_region *r, u64 offset, u32 size, u64 value);
+void syncmem_word_add(struct syncmem_region *r, u64 offset, u32 size, u64 value);
+u64 syncmem_word_add_return(struct syncmem_region *r, u64 offset, u32 size, u64 value);
+void syncmem_word_clear_top(struct syncmem_region *r, u64 offset, u32 size);
+bool syncmem_word_cmpxchg(struct syncmem_region *r, u64 offset, u32 size,
+			  u64 expected, u64 value);
+
+/* queue.c: the wait queue core (see also syncmem_queue.h) */
+int syncmem_queue_init(void);
+void syncmem_queue_exit(void);
 int syncmem_region_queues_init(struct syncmem_region *r);
 void syncmem_region_queues_destroy(struct syncmem_region *r);
+int syncmem_wait_result(int state);
 int syncmem_wait_check(struct syncmem_region *r, const struct syncmem_wait *arg);
 long syncmem_wait_enqueue(struct syncmem_region *r,
 			  const struct syncmem_wait *arg,
@@ -320,32 +345,39 @@ long syncmem_wait_enqueue(struct syncmem_region *r,
 			  int (*admit)(struct syncmem_waiter *w));
 bool syncmem_waiter_claim(struct syncmem_region *r, struct syncmem_waiter *w,
 			  int state, int *final);
-int syncmem_word_check(struct syncmem_region *r, u64 offset, u32 size,
-		       u64 value);
+
+/* lockword.c: owner words */
+int syncmem_lockword_init(void);
+void syncmem_lockword_exit(void);
+void syncmem_region_owner_init(struct syncmem_region *r);
+void syncmem_owner_words_scan(void);
+void syncmem_owner_word_settle(struct syncmem_region *r, u64 offset);
+void syncmem_owner_word_pass_on(struct syncmem_region *r, u64 offset, const u64 *owner,
+				int result);
+long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg);
+
+/* wake.c: NOTIFY, HANDOFF, and claims passed on */
 long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 			    bool if_equal, u64 expected, u64 value);
-u64 syncmem_word_add_return(struct syncmem_region *r, u64 offset, u32 size, u64 value);
 long syncmem_add_wake_all(struct syncmem_region *r, u64 offset, u32 size, u64 value);
-long syncmem_ioctl_wait(struct syncmem_region *r, struct file *file,
-			void __user *uarg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
-long syncmem_ioctl_lock_wait(struct syncmem_region *r, struct file *file,
-			     void __user *uarg);
-long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg);
-void syncmem_owner_words_scan(void);
-bool syncmem_waiter_move(struct syncmem_waiter *from,
-			 struct syncmem_sync_waiter *to);
-int syncmem_waiter_set_task(struct syncmem_sync_waiter *sw,
-			    struct task_struct *task);
 void syncmem_waiter_abandon(struct syncmem_region *r, u64 offset,
 			    struct syncmem_waiter *w);
 void syncmem_wait_pass_on(struct syncmem_region *r, u64 offset,
 			  const struct syncmem_waiter *w, int result);
-u64 syncmem_word_read(struct syncmem_region *r, u64 offset, u32 size);
-void syncmem_waiters_walk(struct syncmem_region *r, struct syncmem_waiter_pick *p);
+
+/* wait.c: blocked waits; away.c: waiters away from their calls */
+long syncmem_ioctl_wait(struct syncmem_region *r, struct file *file,
+			void __user *uarg);
+long syncmem_ioctl_lock_wait(struct syncmem_region *r, struct file *file,
+			     void __user *uarg);
 
 /* away.c */
+bool syncmem_waiter_move(struct syncmem_waiter *from,
+			 struct syncmem_sync_waiter *to);
+int syncmem_waiter_set_task(struct syncmem_sync_waiter *sw,
+			    struct task_struct *task);
 void syncmem_away_exit(void);
 void syncmem_away_poke(void);
 struct syncmem_away *syncmem_away_take(void);
@@ -380,11 +412,17 @@ bool syncmem_owner_describe(u64 id, struct syncmem_region *r, struct pid_namespa
 			    s32 *pid, s32 *tid, bool *process);
 void syncmem_owner_unwatch_handle(struct syncmem_handle *h);
 
+/* handle.c */
+struct syncmem_handle *syncmem_handle_create(void);
+void syncmem_handle_close(struct syncmem_handle *h);
+void syncmem_handle_get(struct syncmem_handle *h);
+void syncmem_handle_put(struct syncmem_handle *h);
+
 /* async.c */
 int syncmem_async_init(void);
 void syncmem_async_exit(void);
-struct syncmem_handle *syncmem_handle_create(void);
-void syncmem_handle_release(struct syncmem_handle *h);
+void syncmem_async_handle_init(struct syncmem_handle *h);
+void syncmem_async_release(struct syncmem_handle *h);
 long syncmem_ioctl_wait_async(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_cancel(struct syncmem_handle *h, void __user *uarg);
 long syncmem_ioctl_post(struct syncmem_handle *h, void __user *uarg);
@@ -393,14 +431,8 @@ ssize_t syncmem_handle_read(struct syncmem_handle *h, struct iov_iter *to,
 			    bool nonblock);
 __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 			     poll_table *pt);
-void syncmem_async_complete_waiter(struct syncmem_waiter *w, int result);
-bool syncmem_async_gone(const struct syncmem_waiter *w);
-void syncmem_async_describe(const struct syncmem_waiter *w, struct pid_namespace *ns,
-			    struct syncmem_waiter_entry *e);
-void syncmem_handle_show_fdinfo(struct seq_file *m, struct syncmem_handle *h);
+void syncmem_async_show_fdinfo(struct seq_file *m, struct syncmem_handle *h);
 void syncmem_async_reap(struct syncmem_handle *h, struct syncmem_life *life);
-void syncmem_handle_get(struct syncmem_handle *h);
-void syncmem_handle_put(struct syncmem_handle *h);
 
 /* on_close.c */
 void syncmem_on_close_init(struct syncmem_handle *h);
@@ -418,16 +450,15 @@ void syncmem_objects_destroy(struct syncmem_region *r);
 long syncmem_ioctl_object_name(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_objects(struct syncmem_region *r, void __user *uarg);
 
-/* introspect.c: who waits and who holds */
+/* listing.c: the replies of list ioctls */
 long syncmem_list_alloc(u32 flags, u32 count, size_t esize, void **out);
 long syncmem_list_reply(void __user *uarg, const void *arg, size_t arg_size,
 			u64 entries, void *out, size_t bytes);
+
+/* introspect.c: who waits and who holds */
 long syncmem_ioctl_waiters(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_who(struct syncmem_region *r, void __user *uarg);
 void syncmem_region_show_fdinfo(struct seq_file *m, struct file *file);
-
-/* main.c */
-long syncmem_ioctl_handle_open(void __user *uarg);
 
 /* names.c */
 int syncmem_ns_init(void);
