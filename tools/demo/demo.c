@@ -14,9 +14,12 @@
  *  6. single-flight: 8 processes ask for the same key at once, the work runs
  *     once and all of them get its result;
  *  7. what syncmemctl shows of the demo's own named objects: a lock held by
- *     one process with two more queued on it, a semaphore, a closed gate.
+ *     one process with two more queued on it, a semaphore, a closed gate;
+ *  8. Web Locks: two processes hold one named lock shared, a third steals
+ *     it, and the two learn it on release.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -488,6 +491,123 @@ static int demo_syncmemctl(void)
 	return failed;
 }
 
+/* ---- 8. Web Locks: a name held shared by two processes, then stolen ---- */
+
+#define WEBLOCKS_REGION "syncmem-demo-weblocks"
+#define WEBLOCKS_MANAGER 64		/* the manager's offset in the region */
+
+struct weblocks_page {
+	_Atomic uint32_t holding;	/* processes holding "db" shared */
+	_Atomic uint32_t stolen;	/* 1 once the steal was granted */
+};
+
+/* Sleep until *@word reaches @want (10 s at most). */
+static int await_word(struct syncmem_region *r, _Atomic uint32_t *word, uint32_t want)
+{
+	for (;;) {
+		uint32_t v = atomic_load_explicit(word, memory_order_acquire);
+
+		if (v >= want)
+			return 0;
+		if (syncmem_wait32(r, (uint32_t *)word, v, 10000000000LL) == SYNCMEM_TIMED_OUT)
+			return -1;
+	}
+}
+
+/* A process of its own: open the region by name, hold "db" shared. */
+static int weblocks_child(void)
+{
+	struct weblocks_page *pg;
+	struct syncmem_region *r;
+	struct syncmem_locks *m;
+	struct syncmem_held *h;
+	int stolen, err;
+
+	if (syncmem_open(WEBLOCKS_REGION, 0, 0, 0, &r))
+		return 1;
+	pg = syncmem_base(r);
+	if (syncmem_locks_attach(r, (char *)pg + WEBLOCKS_MANAGER, &m) ||
+	    syncmem_locks_request(m, "db", 2, SYNCMEM_LOCKS_SHARED, 10000000000LL, &h))
+		return 1;
+	printf("pid %d: holds \"db\" shared\n", getpid());
+	atomic_fetch_add(&pg->holding, 1);
+	syncmem_notify(r, (uint32_t *)&pg->holding, SYNCMEM_ALL);
+	if (await_word(r, &pg->stolen, 1))
+		return 1;
+	stolen = syncmem_locks_stolen(h);
+	err = syncmem_locks_release(h);
+	printf("pid %d: stolen: %s, release: %s\n", getpid(), stolen ? "yes" : "no",
+	       err == -ECONNABORTED ? "-ECONNABORTED (the lock was stolen)" :
+	       syncmem_strerror(err));
+	syncmem_locks_detach(m);
+	syncmem_close(r);
+	return !(stolen && err == -ECONNABORTED);
+}
+
+/* What the manager holds, as syncmem_locks_query() reports it. */
+static size_t print_held(struct syncmem_locks *m)
+{
+	static struct syncmem_lock_info held[4];
+	size_t nheld = 4, npending = 0;
+
+	if (syncmem_locks_query(m, held, &nheld, NULL, &npending))
+		return 0;
+	printf("  query: \"db\" held");
+	for (size_t i = 0; i < nheld && i < 4; i++)
+		printf("%s %s by pid %d", i ? "," : "",
+		       held[i].mode == SYNCMEM_LOCKS_SHARED ? "shared" : "exclusive", held[i].pid);
+	printf("\n");
+	return nheld;
+}
+
+static int demo_weblocks(void)
+{
+	size_t need = syncmem_locks_footprint(4, 16);
+	struct weblocks_page *pg;
+	struct syncmem_region *r;
+	struct syncmem_locks *m;
+	struct syncmem_held *h = NULL;
+	int err, failed = 0;
+	pid_t kids[2];
+
+	syncmem_unlink(WEBLOCKS_REGION);
+	err = syncmem_open(WEBLOCKS_REGION, WEBLOCKS_MANAGER + need,
+			   SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &r);
+	if (!err)
+		err = syncmem_locks_init(r, (char *)syncmem_base(r) + WEBLOCKS_MANAGER, need, &m);
+	if (err) {
+		fprintf(stderr, "demo: %s\n", syncmem_strerror(err));
+		return 1;
+	}
+	pg = syncmem_base(r);
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0)
+			_exit(weblocks_child());
+	}
+	failed |= await_word(r, &pg->holding, 2) != 0;
+	failed |= print_held(m) != 2;
+	/* Granted at once, ahead of the queue: both shared holders lose it. */
+	err = syncmem_locks_request(m, "db", 2, SYNCMEM_LOCKS_STEAL, 0, &h);
+	printf("pid %d: steals \"db\": %s\n", getpid(), syncmem_strerror(err));
+	failed |= err != 0 || print_held(m) != 1;
+	atomic_store_explicit(&pg->stolen, 1, memory_order_release);
+	syncmem_notify(r, (uint32_t *)&pg->stolen, SYNCMEM_ALL);
+	for (int i = 0; i < 2; i++) {
+		int status;
+
+		waitpid(kids[i], &status, 0);
+		failed |= !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	if (h)
+		failed |= syncmem_locks_release(h) != 0;
+	syncmem_locks_detach(m);
+	syncmem_close(r);
+	syncmem_unlink(WEBLOCKS_REGION);
+	printf("web locks: %s\n", failed ? "FAILED" : "ok, shared by two, stolen by a third");
+	return failed;
+}
+
 int main(void)
 {
 	int failed = 0;
@@ -507,6 +627,8 @@ int main(void)
 	failed |= demo_flight();
 	printf("== 7. what syncmemctl shows of the demo's own locks\n");
 	failed |= demo_syncmemctl();
+	printf("== 8. Web Locks: a named lock shared by two processes, then stolen\n");
+	failed |= demo_weblocks();
 	printf("demo: %s\n", failed ? "FAILED" : "all scenes ok");
 	return failed;
 }
