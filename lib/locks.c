@@ -28,12 +28,25 @@
  * list under @m. The fast paths, which take no lock and make no system
  * call: a shared request adds 1 to its slot's count and then reads @closed
  * and @excl; an exclusive one swaps its req into @excl and then reads
- * @closed and every count. All those accesses are sequentially consistent
+ * @closed, @slots_used and the counts of the slots it names (a claimer sets
+ * its slot's bit before the slot ever counts; the bit goes only once the
+ * slot is free again). All those accesses are sequentially consistent
  * (the rwlock's handshake): of two racing requests at least one sees the
  * other and takes its claim back. @closed is non-zero whenever anything
  * needs the mutex (a queue, slow shares, a death to report, a change in
  * progress): fast paths then take the slow path, and a fast release that
  * sees it takes @m to consider the queue.
+ *
+ * Per-thread caches (only hints: each is checked against the shared
+ * state). A thread remembers its recent names by length and first bytes,
+ * with their cell, the cell's gen and its process's slot there, so that a
+ * request of a recently used name computes no hash and walks no chain; the
+ * gen, read before the grant and again after it (sequentially consistent),
+ * says whether the cell still has the name. It keeps one free req, and
+ * up to HELD_CACHE free handles: a fast request and release call neither
+ * malloc() nor free(). A handle released on another thread joins that
+ * thread's list. Each fast grant is stamped with the cheapest clock that
+ * is not a system call (stamp_now()).
  *
  * Queue and grants (under @m). A request that cannot be granted at once
  * joins the tail of the queue (CLOSED_QUEUE set first, then the holds
@@ -152,6 +165,57 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Stamps of fast-path grants (query's since_ns and order). Where the
+ * kernel's clocksource has a vDSO mode, CLOCK_MONOTONIC costs tens of
+ * nanoseconds and every stamp reads it. Where it has none, each read is a
+ * system call (2.4 us in the QEMU VM, whose clocksource is the HPET: many
+ * times a whole fast request and release), and a fast grant reads
+ * CLOCK_MONOTONIC_COARSE instead (from the vDSO's data, no system call;
+ * one clock tick of precision, 1 to 10 ms). The cycle counter is no way
+ * out: under QEMU's TCG each read takes a lock shared by every vCPU. The
+ * process decides once, from the fastest of a few reads. A thread's stamps
+ * are strictly increasing whatever the clock.
+ */
+#define STAMP_SLOW_READ_NS	500	/* a read slower than this is a system call */
+
+static int stamp_coarse = -1;	/* -1 not decided yet, 0 CLOCK_MONOTONIC, 1 coarse */
+static __thread uint64_t stamp_last __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline)) int stamp_decide(void)
+{
+	uint64_t best = UINT64_MAX, prev = now_ns();
+	int coarse;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t t = now_ns();
+
+		if (t - prev < best)
+			best = t - prev;
+		prev = t;
+	}
+	coarse = best > STAMP_SLOW_READ_NS;
+	/* Relaxed: every thread that races here decides alike, and any answer is safe. */
+	__atomic_store_n(&stamp_coarse, coarse, __ATOMIC_RELAXED);
+	return coarse;
+}
+
+static inline uint64_t stamp_now(void)
+{
+	int coarse = __atomic_load_n(&stamp_coarse, __ATOMIC_RELAXED);
+	struct timespec ts;
+	uint64_t t;
+
+	if (__builtin_expect(coarse < 0, 0))
+		coarse = stamp_decide();
+	clock_gettime(coarse ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC, &ts);
+	t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (__builtin_expect(t <= stamp_last, 0))
+		t = stamp_last + 1;
+	stamp_last = t;
+	return t;
 }
 
 static inline void cpu_relax(void)
@@ -368,12 +432,17 @@ int syncmem_locks_attach(struct syncmem_region *r, void *at, struct syncmem_lock
 
 /* ---- Per-thread caches --------------------------------------------------- */
 
-/* A name this thread used: where its cell was, and its process's slot there. */
+/*
+ * A name this thread used: its first 8 bytes and length (the key: no hash
+ * is computed on a hit), where its cell was, and its process's slot there.
+ * The cell counts only while its gen is @gen: a rename bumps the gen.
+ */
 struct tc_name {
-	uint32_t hash;
-	uint32_t cell1;		/* cell index + 1; 0: empty */
+	uint64_t w0;		/* the name's first bytes, zero-padded (name_w0()) */
+	uint32_t len;		/* 0: empty */
+	uint32_t cell;		/* cell index, < max_names */
 	uint32_t gen;
-	uint32_t slot;
+	uint32_t slot;		/* the slot hint, or LOCKS_NO_SLOT */
 };
 
 #define TC_NAMES	4
@@ -392,24 +461,97 @@ struct locks_tc {
 };
 
 static __thread struct locks_tc locks_tcs[TC_MANAGERS] __attribute__((tls_model("initial-exec")));
+static __thread struct locks_tc *locks_tc_last __attribute__((tls_model("initial-exec")));
 static __thread uint32_t locks_tc_next __attribute__((tls_model("initial-exec")));
 
 /* This thread's cache for @m as process @me (a forked child starts afresh). */
-static inline struct locks_tc *tc_of(const struct syncmem_locks *m, uint64_t me)
+static struct locks_tc *tc_find(const struct syncmem_locks *m, uint64_t me)
 {
 	struct locks_tc *tc;
 
 	for (int i = 0; i < TC_MANAGERS; i++) {
 		tc = &locks_tcs[i];
 		if (tc->serial == m->serial && tc->me == me)
-			return tc;
+			return locks_tc_last = tc;
 	}
 	/* Another manager's entry is forgotten: its memory may be gone. */
 	tc = &locks_tcs[locks_tc_next++ % TC_MANAGERS];
 	memset(tc, 0, sizeof(*tc));
 	tc->serial = m->serial;
 	tc->me = me;
-	return tc;
+	return locks_tc_last = tc;
+}
+
+static inline struct locks_tc *tc_of(const struct syncmem_locks *m, uint64_t me)
+{
+	struct locks_tc *tc = locks_tc_last;
+
+	if (__builtin_expect(tc && tc->serial == m->serial && tc->me == me, 1))
+		return tc;
+	return tc_find(m, me);
+}
+
+/*
+ * Free handles, per thread: the fast path takes one and a release (on any
+ * thread) gives it back to its own thread's list, so that no request or
+ * release of a recently used name calls malloc() or free(). The list is
+ * short, and freed when the thread exits.
+ */
+#define HELD_CACHE	8
+
+static __thread struct syncmem_held *held_free __attribute__((tls_model("initial-exec")));
+static __thread uint32_t held_nfree __attribute__((tls_model("initial-exec")));
+static __thread bool held_registered __attribute__((tls_model("initial-exec")));
+static pthread_key_t held_key;
+static pthread_once_t held_once = PTHREAD_ONCE_INIT;
+static bool held_key_ok;
+
+/* At the thread's exit: its free handles go back to malloc. */
+static void held_cache_drop(void *unused)
+{
+	(void)unused;
+	while (held_free) {
+		struct syncmem_held *h = held_free;
+
+		held_free = h->next_free;
+		free(h);
+	}
+	held_nfree = 0;
+	/* A later destructor that releases a lock registers the list again. */
+	held_registered = false;
+}
+
+static void held_key_make(void)
+{
+	held_key_ok = !pthread_key_create(&held_key, held_cache_drop);
+}
+
+static inline struct syncmem_held *held_new(void)
+{
+	struct syncmem_held *h = held_free;
+
+	if (__builtin_expect(h != NULL, 1)) {
+		held_free = h->next_free;
+		held_nfree--;
+		return h;
+	}
+	return malloc(sizeof(*h));
+}
+
+static inline void held_dispose(struct syncmem_held *h)
+{
+	if (__builtin_expect(!held_registered, 0)) {
+		/* The thread's first: its exit must find the list. */
+		pthread_once(&held_once, held_key_make);
+		held_registered = held_key_ok && !pthread_setspecific(held_key, &held_free);
+	}
+	if (__builtin_expect(held_registered && held_nfree < HELD_CACHE, 1)) {
+		h->next_free = held_free;
+		held_free = h;
+		held_nfree++;
+		return;
+	}
+	free(h);
 }
 
 void syncmem_locks_detach(struct syncmem_locks *m)
@@ -549,7 +691,7 @@ static int req_take(struct syncmem_locks *m, uint64_t me, uint32_t state, uint32
 }
 
 /* Give back req @i, owned by the caller: kept for this thread's next request, or freed. */
-static void req_put(struct syncmem_locks *m, uint32_t i, uint64_t me)
+static inline void req_put(struct syncmem_locks *m, uint32_t i, uint64_t me)
 {
 	struct locks_tc *tc = me ? tc_of(m, me) : NULL;
 
@@ -590,42 +732,58 @@ static uint32_t name_hash(uint32_t seed, const void *name, size_t len)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-int syncmem__locks_check(struct syncmem_locks *m, const void *name, size_t len,
-			 unsigned flags, struct locks_ask *a)
+/* The hash of @a's name, computed once: a fast path that hits never needs it. */
+static inline void ask_hash(const struct syncmem_locks *m, struct locks_ask *a)
 {
-	if (!m || !name || !len)
-		return -EINVAL;
-	if (flags & ~(SYNCMEM_LOCKS_SHARED | SYNCMEM_LOCKS_IF_AVAILABLE | SYNCMEM_LOCKS_STEAL))
-		return -EINVAL;
-	if ((flags & SYNCMEM_LOCKS_STEAL) &&
-	    (flags & (SYNCMEM_LOCKS_SHARED | SYNCMEM_LOCKS_IF_AVAILABLE)))
-		return -EINVAL;
-	if (len > SYNCMEM_LOCKS_NAME_MAX)
-		return -ENAMETOOLONG;
-	if (*(const char *)name == '-')
-		return -EINVAL;
-	if (m->rdonly)
-		return -EBADF;
-	a->name = name;
-	a->len = (uint32_t)len;
-	a->flags = flags;
-	a->hash = name_hash(m->seed, name, len);
-	return 0;
+	if (!a->hashed) {
+		a->hash = name_hash(m->seed, a->name, a->len);
+		a->hashed = true;
+	}
 }
 
 /*
- * Does @c hold the name of @a? Its fields are read with acquires (a
- * renamer writes them with releases after its odd gen), so a later check
- * of the gen sees any rename whose stores were read here.
+ * The first (up to) 8 bytes of a name of @len bytes, zero-padded, as one
+ * word: the key of a thread's cache of names, read without a call and
+ * without reading past the name.
  */
-static bool name_is(const struct locks_cell *c, const struct locks_ask *a)
+static inline uint64_t name_w0(const uint8_t *p, uint32_t len)
+{
+	uint64_t w = 0;
+	uint32_t off = 0;
+
+	if (len >= 8) {
+		memcpy(&w, p, 8);
+		return w;
+	}
+	if (len & 4) {
+		uint32_t x;
+
+		memcpy(&x, p, 4);
+		w = x;
+		off = 4;
+	}
+	if (len & 2) {
+		uint16_t x;
+
+		memcpy(&x, p + off, 2);
+		w |= (uint64_t)x << (off * 8);
+		off += 2;
+	}
+	if (len & 1)
+		w |= (uint64_t)p[off] << (off * 8);
+	return w;
+}
+
+/*
+ * Are the bytes of @a's name from @i on those of @c's? Read with acquires
+ * (a renamer writes them with releases after its odd gen), so a later
+ * check of the gen sees any rename whose stores were read here.
+ */
+static bool name_bytes_from(const struct locks_cell *c, const struct locks_ask *a, uint32_t i)
 {
 	const uint64_t *w = (const uint64_t *)c->name;
 	const uint8_t *p = a->name;
-	uint32_t i = 0;
 
-	if (LDA(&c->hash) != a->hash || LDA(&c->len) != a->len)
-		return false;
 	for (; i + 8 <= a->len; i += 8) {
 		uint64_t x;
 
@@ -642,6 +800,14 @@ static bool name_is(const struct locks_cell *c, const struct locks_ask *a)
 			return false;
 	}
 	return true;
+}
+
+/* Does @c hold the name of @a? (Its hash and length too are read with acquires.) */
+static bool name_is(const struct locks_cell *c, const struct locks_ask *a)
+{
+	if (LDA(&c->hash) != a->hash || LDA(&c->len) != a->len)
+		return false;
+	return name_bytes_from(c, a, 0);
 }
 
 /*
@@ -767,6 +933,25 @@ static bool slots_busy(const struct locks_cell *c)
 	return false;
 }
 
+/*
+ * The fast exclusive check: are shares counted in the slots @slots_used
+ * names? One load when no process ever counted shares of the name.
+ * Sequentially consistent, as slots_busy().
+ */
+static inline bool used_slots_busy(const struct locks_cell *c)
+{
+	uint32_t used = LDS(&c->slots_used) & ((1u << LOCKS_SLOTS) - 1);
+
+	while (used) {
+		uint32_t i = (uint32_t)__builtin_ctz(used);
+
+		if (lo32(LDS(&c->slot[i].count)))
+			return true;
+		used &= used - 1;
+	}
+	return false;
+}
+
 /* Take back a share counted in @s under epoch @e (unless a steal zeroed it). */
 static void share_undo(struct locks_slot *s, uint32_t e)
 {
@@ -846,6 +1031,12 @@ static struct locks_slot *slot_claim(struct locks_cell *c, uint64_t me, uint32_t
 		while (lo32(v) && !CAS(&s->count, &v, mk64(hi32(v), 0), __ATOMIC_RELAXED))
 			if (syncmem__too_many(&failed))
 				break;
+		/*
+		 * Sequentially consistent, before the slot can count: an
+		 * exclusive claim that reads the summary without this bit
+		 * precedes it, so our first share sees that claim (excl_enter()).
+		 */
+		__atomic_fetch_or(&c->slots_used, 1u << i, __ATOMIC_SEQ_CST);
 		STR(&s->owner, me);
 		*idx = i;
 		return s;
@@ -901,7 +1092,7 @@ static inline int excl_enter(struct syncmem_locks *m, struct locks_cell *c, uint
 	if (lo32(x) || !CAS(&c->excl, &x, mk64(e, ri + 1), __ATOMIC_SEQ_CST))
 		return 0;
 	/* Sequentially consistent: the handshake with shares counted in slots. */
-	if (__builtin_expect(!(LDS(&c->closed) & ~allowed), 1) && !slots_busy(c) &&
+	if (__builtin_expect(!(LDS(&c->closed) & ~allowed), 1) && !used_slots_busy(c) &&
 	    !LD(&c->shead) && __builtin_expect((gen & 1) || LDS(&c->gen) == gen, 1)) {
 		*epoch = e;
 		return 1;
@@ -953,10 +1144,10 @@ static int list_remove(struct syncmem_locks *m, uint32_t *head, uint32_t *tail,
 	return 0;
 }
 
-/* Stamps are unique and increasing per cell: query's order. */
+/* Stamps are unique and increasing per cell: query's order. The fast path's clock. */
 static uint64_t next_stamp(struct locks_cell *c)
 {
-	uint64_t t = now_ns(), last = LD(&c->last_stamp);
+	uint64_t t = stamp_now(), last = LD(&c->last_stamp);
 
 	if (t <= last)
 		t = last + 1;
@@ -1250,6 +1441,8 @@ static void recover(struct syncmem_locks *m, struct locks_cell *c, uint64_t dead
 		while (lo32(v) && !CAS(&s->count, &v, mk64(hi32(v), 0), __ATOMIC_SEQ_CST))
 			if (syncmem__too_many(&failed))
 				break;
+		/* Nobody counts in it: its bit goes before anyone can claim it again. */
+		__atomic_fetch_and(&c->slots_used, ~(1u << i), __ATOMIC_SEQ_CST);
 		/* Release: the count is 0 before anyone can claim the slot. */
 		STR(&s->owner, 0ull);
 	}
@@ -1373,11 +1566,15 @@ static int cell_rebuild(struct syncmem_locks *m, struct locks_cell *c)
 
 		if (LD(&sl->owner) == SLOT_NOBODY) {
 			ST(&sl->count, mk64(e, 0));
+			__atomic_fetch_and(&c->slots_used, ~(1u << i), __ATOMIC_SEQ_CST);
 			STR(&sl->owner, 0ull);
 		} else if (hi32(v) != e) {
 			/* Shares a steal was zeroing: they were stolen. */
 			CAS(&sl->count, &v, mk64(e, 0), __ATOMIC_SEQ_CST);
 		}
+		/* A claimed slot has its bit (a claimer that died part-way, a peer's scribble). */
+		if (LD(&sl->owner))
+			__atomic_fetch_or(&c->slots_used, 1u << i, __ATOMIC_SEQ_CST);
 	}
 	__atomic_store_n(&c->closed, (LD(&c->qhead) ? CLOSED_QUEUE : 0) |
 			 (LD(&c->shead) ? CLOSED_SLOW : 0) | (LD(&c->died) ? CLOSED_DIED : 0),
@@ -1687,14 +1884,17 @@ static void forget(struct syncmem_locks *m, const uint64_t *dead, size_t nd, boo
 static void held_fill(struct syncmem_locks *m, struct syncmem_held *h, uint32_t ri)
 {
 	struct locks_req *r = &m->reqs[ri];
-	uint32_t flags = LD(&r->flags);
+	uint32_t flags = LD(&r->flags), cell = LD(&r->cell);
 
 	*h = (struct syncmem_held){
 		.m = m,
+		/* Read from shared memory: bounded here, a scribbled one is released as -EUCLEAN. */
+		.c = cell < m->max_names ? &m->cells[cell] : NULL,
+		.r = r,
 		.client = LD(&r->client),
 		.req = ri,
 		.seq = LD(&r->seq),
-		.cell = LD(&r->cell),
+		.cell = cell,
 		.gen = LD(&r->gen),
 		.epoch = LD(&r->epoch),
 		.slot = (flags & (REQ_SHARED | REQ_SLOW)) == REQ_SHARED ? LD(&r->slot) : LOCKS_NO_SLOT,
@@ -1703,44 +1903,86 @@ static void held_fill(struct syncmem_locks *m, struct syncmem_held *h, uint32_t 
 }
 
 /*
+ * The key of a name in a thread's cache: its bytes when it has at most 8
+ * (then the key is the name), else its first 8 bytes mixed with its last
+ * 8 (then the rest is compared with the cell's).
+ */
+static inline uint64_t name_key(const struct locks_ask *a)
+{
+	const uint8_t *p = a->name;
+	uint64_t last;
+
+	if (a->len <= 8)
+		return name_w0(p, a->len);
+	memcpy(&last, p + a->len - 8, 8);
+	return name_w0(p, 8) ^ (last * 0x9e3779b97f4a7c15ull);
+}
+
+/*
+ * This thread's entry for the name of @a (keyed by @key), or NULL. A hit
+ * needs no hash and no lookup: the cell and gen it recorded are checked
+ * against the cell (a rename changes the gen) by the caller.
+ */
+static inline struct tc_name *tc_name_find(struct syncmem_locks *m, struct locks_tc *tc,
+					   const struct locks_ask *a, uint64_t key)
+{
+	for (int i = 0; i < TC_NAMES; i++) {
+		struct tc_name *nm = &tc->names[i];
+
+		if (nm->len == a->len && nm->w0 == key &&
+		    (a->len <= 8 || name_bytes_from(&m->cells[nm->cell], a, 8)))
+			return nm;
+	}
+	return NULL;
+}
+
+/*
  * The fast path: a recently used name, nothing queued or changing, no
  * conflicting hold. 1 granted (*@out), 0 take the slow path, -errno.
+ *
+ * The common case costs: the thread's cache entry of the name (no hash),
+ * a free handle of the thread (no malloc), the thread's kept req, one
+ * clock read for the grant's stamp, and the grant itself: for a share,
+ * one add to its process's own slot and three loads of line 0 of the
+ * cell; for an exclusive lock, one compare-and-swap of @excl and the
+ * counts of the claimed slots only (@slots_used).
  */
-int syncmem__locks_fast(struct syncmem_locks *m, const struct locks_ask *a,
-			struct syncmem_held **out)
+static inline __attribute__((always_inline)) int locks_fast(struct syncmem_locks *m,
+							    struct locks_ask *a,
+							    struct syncmem_held **out)
 {
-	uint64_t me = syncmem__process_owner_cached();
+	uint64_t me = syncmem__process_owner_cached(), key;
 	bool shared = a->flags & SYNCMEM_LOCKS_SHARED;
-	struct tc_name *nm;
-	struct locks_cell *c = NULL;
 	struct locks_slot *s = NULL;
 	struct syncmem_held *h;
+	struct locks_cell *c;
 	struct locks_req *r;
 	struct locks_tc *tc;
-	uint32_t g, ri, si = LOCKS_NO_SLOT, epoch;
-	int64_t got;
+	struct tc_name *nm;
+	uint32_t g, ri, si = LOCKS_NO_SLOT, epoch, seq, cached = REQ_CACHED;
 	int ret;
 
-	if (!me)
+	if (__builtin_expect(!me, 0))
 		return 0;
 	tc = tc_of(m, me);
-	nm = &tc->names[a->hash % TC_NAMES];
-	if (nm->cell1 && nm->hash == a->hash) {
-		c = cell_at(m, nm->cell1);
-		g = LDA(&c->gen);
-		if (g != nm->gen || !name_is(c, a))
-			c = NULL;
-	}
-	if (!c) {
+	key = name_key(a);
+	nm = tc_name_find(m, tc, a, key);
+	/* A cell renamed since (its gen moved) is looked up again. */
+	if (__builtin_expect(!nm || LD(&m->cells[nm->cell].gen) != nm->gen, 0)) {
+		ask_hash(m, a);
 		c = lookup(m, a, &g);
 		if (!c)
 			return 0;
-		*nm = (struct tc_name){ .hash = a->hash, .cell1 = cell_index(m, c) + 1, .gen = g,
-					.slot = LOCKS_NO_SLOT };
+		if (!nm)
+			nm = &tc->names[tc->victim++ % TC_NAMES];
+		*nm = (struct tc_name){ .w0 = key, .len = a->len, .cell = cell_index(m, c),
+					.gen = g, .slot = LOCKS_NO_SLOT };
 	}
+	c = &m->cells[nm->cell];
+	g = nm->gen;
 	if (__builtin_expect(LD(&c->closed), 0))
 		return 0;
-	if (!LD(&c->ref))
+	if (__builtin_expect(!LD(&c->ref), 0))
 		ST(&c->ref, 1u);
 	if (shared) {
 		s = slot_for(c, me, nm->slot, &si);
@@ -1748,41 +1990,64 @@ int syncmem__locks_fast(struct syncmem_locks *m, const struct locks_ask *a,
 			return 0;
 		nm->slot = si;
 	}
-	h = malloc(sizeof(*h));
+	h = held_new();
 	if (!h)
 		return -ENOMEM;
-	got = tc_req_claim(m, tc, me, REQ_FAST);
-	if (got < 0) {
+	/* The thread's kept req, unless somebody short of reqs took it back. */
+	r = req_at(m, tc->req1);
+	tc->req1 = 0;
+	if (__builtin_expect(!r || !CAS(&r->state, &cached, (uint32_t)REQ_FAST, __ATOMIC_ACQUIRE), 0)) {
 		if (req_pop(m, &ri)) {
-			free(h);
+			held_dispose(h);
 			return 0;
 		}
-		req_own(&m->reqs[ri], me, REQ_FAST);
-	} else {
-		ri = (uint32_t)got;
+		r = &m->reqs[ri];
+		STR(&r->state, (uint32_t)REQ_FAST);
 	}
-	r = &m->reqs[ri];
-	ST(&r->cell, cell_index(m, c));
+	ri = req_index(m, r);
+	seq = LD(&r->seq) + 1;
+	/* All relaxed: the state's release store below publishes them to query. */
+	ST(&r->client, me);
+	ST(&r->cell, nm->cell);
 	ST(&r->gen, g);
 	ST(&r->flags, shared ? REQ_SHARED | REQ_PICKED : REQ_PICKED);
-	ST(&r->stamp, now_ns());
+	ST(&r->prev, 0u);
+	ST(&r->next, 0u);
+	ST(&r->word, 0ull);
+	ST(&r->slot, si);
+	ST(&r->seq, seq);
+	ST(&r->stamp, stamp_now());
 	if (shared)
 		ret = share_enter(m, c, s, g, 0, false, &epoch);
 	else
 		ret = excl_enter(m, c, ri, g, 0, false, &epoch);
-	if (ret <= 0) {
+	if (__builtin_expect(ret <= 0, 0)) {
 		ST(&r->state, (uint32_t)REQ_TAKEN);
 		req_put(m, ri, me);
-		free(h);
+		held_dispose(h);
 		return ret;
 	}
 	ST(&r->epoch, epoch);
-	ST(&r->slot, si);
 	/* Release: query sees the fields with the state. */
 	STR(&r->state, (uint32_t)REQ_HELD);
-	held_fill(m, h, ri);
+	h->m = m;
+	h->c = c;
+	h->r = r;
+	h->client = me;
+	h->req = ri;
+	h->seq = seq;
+	h->cell = nm->cell;
+	h->gen = g;
+	h->epoch = epoch;
+	h->slot = si;
+	h->flags = shared ? REQ_SHARED : 0u;
 	*out = h;
 	return 1;
+}
+
+int syncmem__locks_fast(struct syncmem_locks *m, struct locks_ask *a, struct syncmem_held **out)
+{
+	return locks_fast(m, a, out);
 }
 
 /*
@@ -1794,10 +2059,13 @@ static int grant_now(struct syncmem_locks *m, struct locks_cell *c, uint32_t ri,
 {
 	struct locks_req *r = &m->reqs[ri];
 	struct locks_tc *tc = tc_of(m, me);
-	struct tc_name *nm = &tc->names[LD(&c->hash) % TC_NAMES];
-	uint32_t si = LOCKS_NO_SLOT, epoch, hint = nm->cell1 == cell_index(m, c) + 1 ?
-		  nm->slot : LOCKS_NO_SLOT;
+	uint32_t si = LOCKS_NO_SLOT, epoch, hint = LOCKS_NO_SLOT;
 	int ret;
+
+	for (int i = 0; i < TC_NAMES; i++)
+		if (tc->names[i].len && tc->names[i].cell == cell_index(m, c) &&
+		    tc->names[i].gen == LD(&c->gen))
+			hint = tc->names[i].slot;
 
 	if (LD(&r->flags) & REQ_SHARED) {
 		struct locks_slot *s = slot_for(c, me, hint, &si);
@@ -1883,7 +2151,7 @@ static int blockers_alive(struct syncmem_locks *m, struct locks_cell *c, struct 
 	return cell_process(m, c, UINT32_MAX);
 }
 
-int syncmem__locks_begin(struct syncmem_locks *m, const struct locks_ask *a, bool now_only,
+int syncmem__locks_begin(struct syncmem_locks *m, struct locks_ask *a, bool now_only,
 			 uint32_t *req, struct syncmem_held **out, bool *died)
 {
 	bool shared = a->flags & SYNCMEM_LOCKS_SHARED;
@@ -1896,18 +2164,19 @@ int syncmem__locks_begin(struct syncmem_locks *m, const struct locks_ask *a, boo
 
 	if (me < 0)
 		return (int)me;
-	h = malloc(sizeof(*h));
+	ask_hash(m, a);
+	h = held_new();
 	if (!h)
 		return -ENOMEM;
 	ret = req_take(m, (uint64_t)me, REQ_TAKEN, &ri);
 	if (ret) {
-		free(h);
+		held_dispose(h);
 		return ret;
 	}
 	ret = cell_get(m, a, &c);
 	if (ret) {
 		req_put(m, ri, (uint64_t)me);
-		free(h);
+		held_dispose(h);
 		return ret;
 	}
 	r = &m->reqs[ri];
@@ -1966,7 +2235,7 @@ int syncmem__locks_begin(struct syncmem_locks *m, const struct locks_ask *a, boo
 	if (LD(&r->state) == REQ_HELD)
 		goto granted;
 	cell_unlock(m, c);
-	free(h);
+	held_dispose(h);
 	*req = ri;
 	return 0;
 
@@ -1982,17 +2251,17 @@ fail:
 	cell_unlock(m, c);
 	ST(&r->state, (uint32_t)REQ_TAKEN);
 	req_put(m, ri, (uint64_t)me);
-	free(h);
+	held_dispose(h);
 	return ret;
 }
 
-static int held_release(const struct syncmem_held *h);
+static inline int held_release(const struct syncmem_held *h);
 
 /* Req @ri is ours and granted: its handle. 1, or -ENOMEM (then it is released). */
 static int take_grant(struct syncmem_locks *m, uint32_t ri, struct syncmem_held **out, bool *died)
 {
 	struct locks_req *r = &m->reqs[ri];
-	struct syncmem_held *h = malloc(sizeof(*h));
+	struct syncmem_held *h = held_new();
 
 	__atomic_fetch_or(&r->flags, REQ_PICKED, __ATOMIC_RELAXED);
 	*died = LD(&r->flags) & REQ_DIED;
@@ -2129,7 +2398,7 @@ int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 			  unsigned flags, int64_t timeout_ns, struct syncmem_held **out)
 {
 	bool now_only = (flags & SYNCMEM_LOCKS_IF_AVAILABLE) || !timeout_ns;
-	uint64_t deadline = syncmem__deadline(timeout_ns), expect;
+	uint64_t deadline, expect;
 	struct locks_ask a;
 	uint32_t ri, changed = 0;
 	bool died = false;
@@ -2143,10 +2412,12 @@ int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 	if (ret)
 		return ret;
 	if (!(flags & SYNCMEM_LOCKS_STEAL)) {
-		ret = syncmem__locks_fast(m, &a, out);
-		if (ret)
+		ret = locks_fast(m, &a, out);
+		if (__builtin_expect(ret != 0, 1))
 			return ret > 0 ? 0 : ret;
 	}
+	/* Only now: the fast path never waits, and mostly needs no clock. */
+	deadline = syncmem__deadline(timeout_ns);
 	ret = syncmem__locks_begin(m, &a, now_only, &ri, out, &died);
 	if (ret == -EBUSY && !(flags & SYNCMEM_LOCKS_IF_AVAILABLE))
 		return -ETIMEDOUT;
@@ -2187,71 +2458,84 @@ int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 
 /* ---- Release ------------------------------------------------------------- */
 
-/* Release the lock of @h (which the caller frees): 0 or -errno. */
-static int held_release(const struct syncmem_held *h)
+/* Release a lock granted into the slow list (under @m): 0 or -errno. */
+static int slow_release(struct syncmem_locks *m, const struct syncmem_held *h,
+			struct locks_cell *c, struct locks_req *r)
+{
+	int ret = cell_lock(m, c);
+
+	if (ret)
+		return ret;
+	if (LD(&r->state) == REQ_STOLEN) {
+		ret = -ECONNABORTED;
+	} else if (LD(&r->state) != REQ_HELD || !req_of(r, c, h->cell)) {
+		ret = -EUCLEAN;
+	} else {
+		if (list_remove(m, &c->shead, &c->stail, r))
+			cell_rebuild(m, c);
+		if (!LD(&c->shead))
+			__atomic_fetch_and(&c->closed, ~CLOSED_SLOW, __ATOMIC_SEQ_CST);
+		ret = cell_process(m, c, UINT32_MAX);
+	}
+	cell_unlock(m, c);
+	return ret;
+}
+
+/* Take back a share of slot @s counted under @epoch: 0, -ECONNABORTED (stolen), -EUCLEAN. */
+static int share_release(struct locks_slot *s, uint32_t epoch)
+{
+	uint64_t v = LD(&s->count);
+	uint32_t failed = 0;
+
+	for (;;) {
+		if (hi32(v) != epoch)
+			return -ECONNABORTED;
+		if (!lo32(v) || syncmem__too_many(&failed))
+			return -EUCLEAN;
+		/* Sequentially consistent: the handshake with exclusive claims. */
+		if (CAS(&s->count, &v, v - 1, __ATOMIC_SEQ_CST))
+			return 0;
+	}
+}
+
+/*
+ * Release the lock of @h (which the caller frees): 0 or -errno. The fast
+ * part (a share in a slot, or @excl) takes no lock; a queue (@closed)
+ * sends it to @m to consider the queue.
+ */
+static inline __attribute__((always_inline)) int held_release(const struct syncmem_held *h)
 {
 	struct syncmem_locks *m = h->m;
+	uint64_t me = syncmem__process_owner_cached();
 	struct locks_cell *c;
 	struct locks_req *r;
-	uint64_t me;
 	int ret = 0;
 
-	c = cell_at(m, h->cell + 1);
-	r = req_at(m, h->req + 1);
-	me = syncmem__process_owner_cached();
-	if (!c || !r)
+	c = h->c;
+	r = h->r;
+	if (__builtin_expect(!c, 0))
 		return -EUCLEAN;
-	if (h->client != me)
+	if (__builtin_expect(h->client != me, 0))
 		return -EPERM;	/* a forked child's copy of its parent's handle */
-	if (LD(&r->seq) != h->seq || LD(&r->client) != me)
+	if (__builtin_expect(LD(&r->seq) != h->seq || LD(&r->client) != me, 0))
 		return -EUCLEAN;	/* our req was taken: not by this library */
-	if (h->flags & REQ_SLOW) {
-		ret = cell_lock(m, c);
-		if (ret)
-			return ret;
-		if (LD(&r->state) == REQ_STOLEN) {
-			ret = -ECONNABORTED;
-		} else if (LD(&r->state) != REQ_HELD || !req_of(r, c, h->cell)) {
-			ret = -EUCLEAN;
-		} else {
-			if (list_remove(m, &c->shead, &c->stail, r))
-				cell_rebuild(m, c);
-			if (!LD(&c->shead))
-				__atomic_fetch_and(&c->closed, ~CLOSED_SLOW, __ATOMIC_SEQ_CST);
-			ret = cell_process(m, c, UINT32_MAX);
-		}
-		cell_unlock(m, c);
+	if (__builtin_expect(h->flags & REQ_SLOW, 0)) {
+		ret = slow_release(m, h, c, r);
 	} else if (h->flags & REQ_SHARED) {
-		struct locks_slot *s = &c->slot[h->slot % LOCKS_SLOTS];
-		uint64_t v = LD(&s->count);
-		uint32_t failed = 0;
-
-		for (;;) {
-			if (hi32(v) != h->epoch) {
-				ret = -ECONNABORTED;
-				break;
-			}
-			if (!lo32(v) || syncmem__too_many(&failed)) {
-				ret = -EUCLEAN;
-				break;
-			}
-			/* Release, and sequentially consistent: the handshake. */
-			if (CAS(&s->count, &v, v - 1, __ATOMIC_SEQ_CST))
-				break;
-		}
+		ret = share_release(&c->slot[h->slot % LOCKS_SLOTS], h->epoch);
 	} else {
 		uint64_t x = mk64(h->epoch, h->req + 1);
 
-		if (!CAS(&c->excl, &x, mk64(h->epoch, 0), __ATOMIC_SEQ_CST))
+		/* Sequentially consistent: a queue formed meanwhile is seen below. */
+		if (__builtin_expect(!CAS(&c->excl, &x, mk64(h->epoch, 0), __ATOMIC_SEQ_CST), 0))
 			ret = hi32(x) != h->epoch || LD(&r->state) == REQ_STOLEN ?
 			      -ECONNABORTED : -EUCLEAN;
 	}
-	if (!ret && !(h->flags & REQ_SLOW) && LDS(&c->closed))
+	if (!ret && !(h->flags & REQ_SLOW) && __builtin_expect(LDS(&c->closed) != 0, 0))
 		kick(m, c);
-	if (ret != -EUCLEAN) {
-		ST(&r->state, (uint32_t)REQ_TAKEN);
+	/* Kept for the thread's next request (CACHED: query skips it), or freed. */
+	if (__builtin_expect(ret != -EUCLEAN, 1))
 		req_put(m, h->req, me);
-	}
 	return ret;
 }
 
@@ -2262,7 +2546,7 @@ int syncmem_locks_release(struct syncmem_held *h)
 	if (!h)
 		return -EINVAL;
 	ret = held_release(h);
-	free(h);
+	held_dispose(h);
 	return ret;
 }
 

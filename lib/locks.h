@@ -18,7 +18,7 @@
 #include "internal.h"
 
 #define LOCKS_MAGIC	0x534b434cu	/* "LCKS" */
-#define LOCKS_VERSION	1u
+#define LOCKS_VERSION	2u
 #define LOCKS_SLOTS	16		/* processes counting shares without the cell mutex */
 #define LOCKS_RATIO	4u		/* requests per name a manager's room is divided in */
 #define LOCKS_NAMES_MAX	(1u << 20)
@@ -75,7 +75,8 @@ struct locks_cell {
 	uint32_t len;		/* of the name; 0: no name */
 	uint32_t next;		/* the chain: cell index + 1 */
 	uint32_t ref;		/* looked up since the clock last passed */
-	uint8_t reserved0[32];
+	uint32_t slots_used;	/* bit i: slot i is claimed (set before it counts, cleared once freed) */
+	uint8_t reserved0[28];
 	/* Line 1: guards the queue, the slow list, grants to others, steals, recovery. */
 	struct syncmem_lock m;
 	/* Line 2: under @m. */
@@ -154,6 +155,10 @@ struct syncmem_held {
 	uint32_t epoch;
 	uint32_t slot;		/* a fast share's slot, else LOCKS_NO_SLOT */
 	uint32_t flags;		/* REQ_SHARED, REQ_SLOW */
+	struct syncmem_held *next_free;	/* in a thread's cache of free handles */
+	/* &cells[cell] and &reqs[req], from checked indexes: the release needs no bounds check. */
+	struct locks_cell *c;
+	struct locks_req *r;
 };
 
 #define LOCKS_NO_SLOT	UINT32_MAX
@@ -164,13 +169,35 @@ struct syncmem_held {
 struct locks_ask {
 	const void *name;
 	uint32_t len;
-	uint32_t hash;
+	uint32_t hash;		/* valid once @hashed */
+	bool hashed;
 	unsigned flags;		/* SYNCMEM_LOCKS_* */
 };
 
 /* 0, or the errno of bad arguments (the handle, the name, the flags). */
-int syncmem__locks_check(struct syncmem_locks *m, const void *name, size_t len,
-			 unsigned flags, struct locks_ask *a);
+static inline int syncmem__locks_check(struct syncmem_locks *m, const void *name, size_t len,
+				       unsigned flags, struct locks_ask *a)
+{
+	if (!m || !name || !len)
+		return -EINVAL;
+	if (flags & ~(SYNCMEM_LOCKS_SHARED | SYNCMEM_LOCKS_IF_AVAILABLE | SYNCMEM_LOCKS_STEAL))
+		return -EINVAL;
+	if ((flags & SYNCMEM_LOCKS_STEAL) &&
+	    (flags & (SYNCMEM_LOCKS_SHARED | SYNCMEM_LOCKS_IF_AVAILABLE)))
+		return -EINVAL;
+	if (len > SYNCMEM_LOCKS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (*(const char *)name == '-')
+		return -EINVAL;
+	if (m->rdonly)
+		return -EBADF;
+	a->name = name;
+	a->len = (uint32_t)len;
+	a->flags = flags;
+	a->hash = 0;
+	a->hashed = false;	/* the hash is computed when needed: a fast path hit needs none */
+	return 0;
+}
 
 /*
  * Start a request without waiting: 1 granted (*@h set, *@died for
@@ -178,7 +205,7 @@ int syncmem__locks_check(struct syncmem_locks *m, const void *name, size_t len,
  * (-EBUSY, -ETIMEDOUT with @now_only, -ENOSPC...). @now_only: IF_AVAILABLE
  * or a timeout of 0.
  */
-int syncmem__locks_begin(struct syncmem_locks *m, const struct locks_ask *a, bool now_only,
+int syncmem__locks_begin(struct syncmem_locks *m, struct locks_ask *a, bool now_only,
 			 uint32_t *req, struct syncmem_held **h, bool *died);
 
 /*
@@ -205,7 +232,7 @@ int syncmem__locks_give_up(struct syncmem_locks *m, uint32_t req, int err,
 			   struct syncmem_held **h, bool *died);
 
 /* The fast path: 1 granted (*@h set), 0 take the slow path, or -errno. */
-int syncmem__locks_fast(struct syncmem_locks *m, const struct locks_ask *a,
+int syncmem__locks_fast(struct syncmem_locks *m, struct locks_ask *a,
 			struct syncmem_held **h);
 
 /*

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "locks.h"
 
@@ -148,7 +149,7 @@ static int clients_of(struct syncmem_locks *m, struct qent *e, size_t n, struct 
  * Copy entry @e into @info: 0, or -EAGAIN when the req or its cell changed
  * while the name was copied (the entry is then left out).
  */
-static int entry_copy(struct syncmem_locks *m, const struct qent *e,
+static int entry_copy(struct syncmem_locks *m, const struct qent *e, uint64_t now,
 		      struct syncmem_lock_info *info)
 {
 	struct locks_cell *c = &m->cells[e->cell];
@@ -162,7 +163,8 @@ static int entry_copy(struct syncmem_locks *m, const struct qent *e,
 	info->pid = e->pid;
 	info->client = e->client;
 	info->len = len;
-	info->since_ns = (int64_t)e->stamp;
+	/* A fast grant's stamp is extrapolated (locks.c): never after the query. */
+	info->since_ns = (int64_t)(e->stamp < now ? e->stamp : now);
 	for (uint32_t i = 0; i * 8 < len; i++) {
 		uint64_t x = LDA(&w[i]);
 
@@ -176,14 +178,14 @@ static int entry_copy(struct syncmem_locks *m, const struct qent *e,
 
 /* Write the entries of @state from @e into @out (capacity *@cap): *@cap their number. */
 static void entries_out(struct syncmem_locks *m, const struct qent *e, size_t n, uint32_t state,
-			struct syncmem_lock_info *out, size_t *cap)
+			uint64_t now, struct syncmem_lock_info *out, size_t *cap)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (e[i].state != state || e[i].dead)
 			continue;
-		if (k < *cap && entry_copy(m, &e[i], &out[k]))
+		if (k < *cap && entry_copy(m, &e[i], now, &out[k]))
 			continue;
 		k++;
 	}
@@ -194,9 +196,10 @@ int syncmem_locks_query(struct syncmem_locks *m, struct syncmem_lock_info *held,
 			size_t *nheld, struct syncmem_lock_info *pending, size_t *npending)
 {
 	struct qclient *cl = NULL;
+	struct timespec ts;
 	struct qent *e;
 	size_t n = 0, ncl = 0, nd = 0;
-	uint64_t *dead;
+	uint64_t *dead, now;
 	int err;
 
 	if (!m || !nheld || !npending || (*nheld && !held) || (*npending && !pending))
@@ -233,8 +236,10 @@ int syncmem_locks_query(struct syncmem_locks *m, struct syncmem_lock_info *held,
 	if (nd && !m->rdonly)
 		syncmem__locks_forget(m, dead, nd);
 	qsort(e, n, sizeof(*e), stamp_cmp);
-	entries_out(m, e, n, REQ_HELD, held, nheld);
-	entries_out(m, e, n, REQ_PENDING, pending, npending);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	entries_out(m, e, n, REQ_HELD, now, held, nheld);
+	entries_out(m, e, n, REQ_PENDING, now, pending, npending);
 	free(dead);
 	free(cl);
 	free(e);

@@ -801,6 +801,19 @@ static int info_is(const struct syncmem_lock_info *l, const char *name, uint32_t
 	       l->pid == pid && l->client == client;
 }
 
+/*
+ * Sleep past one tick of the coarse clock: where reading CLOCK_MONOTONIC
+ * is a system call, grants are stamped with the coarse clock (locks.rst),
+ * and query's order across processes holds to within a tick.
+ */
+static void next_tick(void)
+{
+	struct timespec res;
+
+	clock_getres(CLOCK_MONOTONIC_COARSE, &res);
+	usleep((useconds_t)(res.tv_nsec / 1000) + 1000);
+}
+
 TEST_F(locks, query_tells_holders_and_queues)
 {
 	struct syncmem_lock_info held[8], pending[8];
@@ -812,15 +825,19 @@ TEST_F(locks, query_tells_holders_and_queues)
 	ASSERT_EQ(0, syncmem_pool_self_id(&me));
 	/* Held: q1 by us, then q2 shared by A and B. */
 	ASSERT_EQ(0, req(self->m, "q1", 0, -1, &h));
+	next_tick();
 	pid[0] = sitter(self->m, self->sh, 0, "q2", SYNCMEM_LOCKS_SHARED);
 	ASSERT_EQ(1, await_flag(&self->sh->ready[0], 1));
+	next_tick();
 	pid[1] = sitter(self->m, self->sh, 1, "q2", SYNCMEM_LOCKS_SHARED);
 	ASSERT_EQ(1, await_flag(&self->sh->ready[1], 1));
 	/* Pending: C shared on q1, D exclusive on q2, E exclusive on q1. */
 	pid[2] = sitter(self->m, self->sh, 2, "q1", SYNCMEM_LOCKS_SHARED);
 	ASSERT_EQ(1, await_waiters(self->r, 1));
+	next_tick();
 	pid[3] = sitter(self->m, self->sh, 3, "q2", 0);
 	ASSERT_EQ(1, await_waiters(self->r, 2));
+	next_tick();
 	pid[4] = sitter(self->m, self->sh, 4, "q1", 0);
 	ASSERT_EQ(1, await_waiters(self->r, 3));
 
