@@ -1467,6 +1467,51 @@ TEST_F_TIMEOUT(locks, kill_torture, 300)
 }
 
 /*
+ * A process killed at any instruction of the fast paths (request and
+ * release of one name, shared and exclusive in turn, with no queue to
+ * send it to the mutex) leaves nothing held: the next request with
+ * IF_AVAILABLE is granted (-EOWNERDEAD when it died holding it
+ * exclusively), and query shows nothing of it.
+ */
+TEST_F(locks, killed_inside_the_fast_path)
+{
+	unsigned int seed = 2026;
+
+	for (int round = 0; round < 40; round++) {
+		struct syncmem_lock_info held[4], pending[4];
+		size_t nh = 4, np = 4;
+		struct syncmem_held *h;
+		pid_t pid;
+		int ret;
+
+		atomic_store(&self->sh->go, 0);
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			for (unsigned int i = 0;; i++) {
+				if (req(self->m, "fast", i & 1 ? SYNCMEM_LOCKS_SHARED : 0, -1, &h) ||
+				    syncmem_locks_release(h))
+					_exit(1);
+				if (i == 64)
+					atomic_store(&self->sh->go, 1);
+			}
+		}
+		ASSERT_EQ(1, await_flag(&self->sh->go, 1));
+		usleep(rand_r(&seed) % 3000);
+		kill(pid, SIGKILL);
+		ASSERT_EQ(128 + SIGKILL, wait_exit(pid));
+		ret = req(self->m, "fast", SYNCMEM_LOCKS_IF_AVAILABLE, -1, &h);
+		ASSERT_TRUE(ret == 0 || ret == -EOWNERDEAD)
+			TH_LOG("round %d: %d", round, ret);
+		ASSERT_EQ(0, syncmem_locks_query(self->m, held, &nh, pending, &np));
+		EXPECT_EQ(1, nh);
+		EXPECT_EQ(0, np);
+		EXPECT_EQ(getpid(), held[0].pid);
+		ASSERT_EQ(0, syncmem_locks_release(h));
+	}
+}
+
+/*
  * A peer scribbles the manager: whatever it wrote, the calls of a victim
  * return (an error or not) without a fault, a hang or a write outside the
  * manager.

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -353,6 +354,102 @@ TEST(a_scribbled_cell_count_sizes_nothing)
 	EXPECT_EQ(NULL, h2);
 	syncmem_locks_detach(m);
 	free(h);
+	close(r.fd);
+	guarded_unmap(&g);
+}
+
+/* The name of the cell whose exclusive hold is @h's: the cell the grant went to. */
+static bool held_cell_is(struct syncmem_locks *m, const struct syncmem_held *h, const char *name)
+{
+	const struct locks_cell *c = &m->cells[h->cell];
+
+	return (uint32_t)c->excl == h->req + 1 && c->len == strlen(name) &&
+	       !memcmp(c->name, name, c->len);
+}
+
+struct other_try {
+	struct syncmem_locks *m;
+	const char *name;
+	int ret;
+};
+
+/* From another thread (another thread cache): request @name if available. */
+static void *other_thread_try(void *arg)
+{
+	struct other_try *t = arg;
+	struct syncmem_held *h = NULL;
+
+	t->ret = syncmem_locks_request(t->m, t->name, strlen(t->name),
+				       SYNCMEM_LOCKS_IF_AVAILABLE, SYNCMEM_FOREVER, &h);
+	if (!t->ret)
+		syncmem_locks_release(h);
+	return NULL;
+}
+
+/*
+ * A thread remembers where a name's cell was (its fast path skips the
+ * hash and the lookup). Once the name was evicted and its cell renamed,
+ * that memory must not be used: the request goes to the name's new cell,
+ * and the name now in the old cell stays free. Names of 1 and of 20
+ * bytes (the cache compares them differently), both modes.
+ */
+TEST(a_thread_cache_never_grants_a_renamed_cell)
+{
+	static const char *const sets[2][4] = {
+		{ "a", "b", "c", "d" },
+		{ "resource-00000000-aa", "resource-00000000-bb", "resource-00000000-cc",
+		  "resource-00000000-dd" },
+	};
+	size_t len = syncmem_locks_footprint(2, 8);
+	struct syncmem_region r;
+	struct syncmem_locks *m;
+	struct guarded g;
+
+	ASSERT_EQ(0, guarded_map(len, &g));
+	ASSERT_EQ(0, stand_in_region(&r, g.mem, g.len, false));
+	for (int set = 0; set < 2; set++)
+		for (unsigned int mode = 0; mode <= SYNCMEM_LOCKS_SHARED; mode += SYNCMEM_LOCKS_SHARED) {
+			const char *const *n = sets[set];
+			struct syncmem_held *h = NULL, *h2 = NULL;
+			struct other_try t;
+			pthread_t th;
+
+			ASSERT_EQ(0, syncmem_locks_init(&r, g.mem, len, &m));
+			ASSERT_EQ(2, m->max_names);
+			/*
+			 * Each name twice (the second request, on the fast path,
+			 * is remembered): n[0] is, then both cells go to n[2], n[3].
+			 */
+			for (int i = 0; i < 8; i++) {
+				ASSERT_EQ(0, syncmem_locks_request(m, n[i / 2], strlen(n[i / 2]),
+								   mode, SYNCMEM_FOREVER, &h));
+				ASSERT_EQ(0, syncmem_locks_release(h));
+			}
+			/* Twice: the first takes the slow path, the second the fast one. */
+			for (int pass = 0; pass < 2; pass++) {
+				ASSERT_EQ(0, syncmem_locks_request(m, n[0], strlen(n[0]), 0,
+								   SYNCMEM_FOREVER, &h));
+				EXPECT_TRUE(held_cell_is(m, h, n[0]));
+				/* The names now in the other cells are free. */
+				for (int i = 2; i < 4; i++) {
+					ASSERT_EQ(0, syncmem_locks_request(m, n[i], strlen(n[i]),
+									   SYNCMEM_LOCKS_IF_AVAILABLE,
+									   SYNCMEM_FOREVER, &h2));
+					ASSERT_EQ(0, syncmem_locks_release(h2));
+				}
+				/*
+				 * n[0] is held, for every thread (-EBUSY needs the kernel
+				 * to say its holder lives: the stand-in's -ENOTTY here).
+				 */
+				t = (struct other_try){ m, n[0], 1 };
+				ASSERT_EQ(0, pthread_create(&th, NULL, other_thread_try, &t));
+				ASSERT_EQ(0, pthread_join(th, NULL));
+				EXPECT_NE(0, t.ret);
+				ASSERT_EQ(0, syncmem_locks_release(h));
+			}
+			syncmem_locks_detach(m);
+			memset(g.mem, 0, len);	/* init refuses a manager that exists */
+		}
 	close(r.fd);
 	guarded_unmap(&g);
 }
