@@ -108,7 +108,8 @@ static long syncmem_ioctl_version(void __user *uarg)
 				   SYNCMEM_FEAT_REGION_LIST | SYNCMEM_FEAT_OWNERS |
 				   SYNCMEM_FEAT_HANDOFF_WAITERS | SYNCMEM_FEAT_OWNER_QUERY |
 				   SYNCMEM_FEAT_ON_CLOSE_ADD | SYNCMEM_FEAT_INTROSPECT |
-				   SYNCMEM_FEAT_ON_CLOSE_MANY | SYNCMEM_FEAT_HANDLE_OPEN,
+				   SYNCMEM_FEAT_ON_CLOSE_MANY | SYNCMEM_FEAT_HANDLE_OPEN |
+				   (IS_ENABLED(CONFIG_IO_URING) ? SYNCMEM_FEAT_URING : 0),
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = min_t(unsigned long, syncmem_max_regions_now(), U32_MAX),
 		.max_total_bytes = syncmem_max_total_bytes_now(),
@@ -333,6 +334,16 @@ static long syncmem_region_ioctl(struct file *file, unsigned int cmd,
 	}
 }
 
+#ifdef CONFIG_IO_URING
+static int syncmem_region_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	struct file *file = cmd->file;
+
+	return syncmem_uring_cmd(file->private_data, !(file->f_mode & FMODE_WRITE), cmd,
+				 issue_flags);
+}
+#endif
+
 static const struct file_operations syncmem_region_fops = {
 	.owner		= THIS_MODULE,
 	.flush		= syncmem_region_file_flush,
@@ -340,6 +351,9 @@ static const struct file_operations syncmem_region_fops = {
 	.mmap		= syncmem_region_mmap,
 	.show_fdinfo	= syncmem_region_show_fdinfo,
 	.unlocked_ioctl	= syncmem_region_ioctl,
+#ifdef CONFIG_IO_URING
+	.uring_cmd	= syncmem_region_uring_cmd,
+#endif
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
 };
@@ -464,11 +478,16 @@ static int __init syncmem_init(void)
 	err = syncmem_async_init();
 	if (err)
 		goto out_owner;
-	err = misc_register(&syncmem_miscdev);
+	err = syncmem_uring_init();
 	if (err)
 		goto out_async;
+	err = misc_register(&syncmem_miscdev);
+	if (err)
+		goto out_uring;
 	return 0;
 
+out_uring:
+	syncmem_uring_exit();
 out_async:
 	syncmem_async_exit();
 out_owner:
@@ -489,7 +508,8 @@ out_limits:
 static void __exit syncmem_exit(void)
 {
 	misc_deregister(&syncmem_miscdev);
-	/* Async waits hold regions: let them go first. */
+	/* Async and ring waits hold regions: let them go first. */
+	syncmem_uring_exit();
 	syncmem_async_exit();
 	/* Before owners: ending a waiter away asks whether owners live. */
 	syncmem_away_exit();

@@ -162,4 +162,68 @@ static inline bool syncmem_thread_group_exited(struct pid *pid)
 #endif
 }
 
+/*
+ * io_uring commands (uring.c). The driver interface moved to its own
+ * header, <linux/io_uring/cmd.h>, in 6.6; commands can be marked
+ * cancelable, and are then ended by IO_URING_F_CANCEL, from 6.7. Debian's
+ * 6.1 has the later io_uring_cmd_done() and task-work signatures.
+ */
+#ifdef CONFIG_IO_URING
+#ifdef SYNCMEM_HAVE_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
+#include <linux/io_uring_types.h>
+
+#ifdef SYNCMEM_HAVE_URING_CANCELABLE
+#define SYNCMEM_URING_F_CANCEL	IO_URING_F_CANCEL
+static inline void syncmem_uring_mark_cancelable(struct io_uring_cmd *cmd,
+						 unsigned int issue_flags)
+{
+	io_uring_cmd_mark_cancelable(cmd, issue_flags);
+}
+#else
+#define SYNCMEM_URING_F_CANCEL	0
+static inline void syncmem_uring_mark_cancelable(struct io_uring_cmd *cmd,
+						 unsigned int issue_flags)
+{
+}
+#endif
+
+/* The 16 bytes of sqe->cmd, which 6.6 made the driver find through the SQE. */
+static inline const void *syncmem_uring_payload(struct io_uring_cmd *cmd)
+{
+#ifdef SYNCMEM_HAVE_URING_SQE_CMD
+	return io_uring_sqe_cmd(cmd->sqe);
+#else
+	return cmd->cmd;
+#endif
+}
+
+/* The ring a command came in on: its user_data's namespace, for CANCEL. */
+static inline const void *syncmem_uring_ring(struct io_uring_cmd *cmd)
+{
+	return cmd_to_io_kiocb(cmd)->ctx;
+}
+
+static inline u64 syncmem_uring_user_data(struct io_uring_cmd *cmd)
+{
+	return cmd_to_io_kiocb(cmd)->cqe.user_data;
+}
+
+/*
+ * Is the command's ring being torn down, or its submitter exiting or
+ * exec'ing? Then nobody takes its completion up, and io_uring waits for it.
+ */
+static inline bool syncmem_uring_abandoned(struct io_uring_cmd *cmd)
+{
+	struct io_kiocb *req = cmd_to_io_kiocb(cmd);
+	struct task_struct *task = req->task;
+
+	return percpu_ref_is_dying(&req->ctx->refs) ||
+	       (READ_ONCE(task->flags) & PF_EXITING) || task->in_execve;
+}
+#endif /* CONFIG_IO_URING */
+
 #endif /* _SYNCMEM_COMPAT_H */

@@ -434,6 +434,24 @@ __poll_t syncmem_handle_poll(struct syncmem_handle *h, struct file *file,
 void syncmem_async_show_fdinfo(struct seq_file *m, struct syncmem_handle *h);
 void syncmem_async_reap(struct syncmem_handle *h, struct syncmem_life *life);
 
+/* uring.c: io_uring commands on region files */
+struct io_uring_cmd;
+#ifdef CONFIG_IO_URING
+int syncmem_uring_init(void);
+void syncmem_uring_exit(void);
+int syncmem_uring_cmd(struct syncmem_region *r, bool rdonly, struct io_uring_cmd *cmd,
+		      unsigned int issue_flags);
+#else
+static inline int syncmem_uring_init(void)
+{
+	return 0;
+}
+
+static inline void syncmem_uring_exit(void)
+{
+}
+#endif
+
 /* on_close.c */
 void syncmem_on_close_init(struct syncmem_handle *h);
 void syncmem_on_close_run(struct syncmem_handle *h);

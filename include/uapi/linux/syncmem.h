@@ -39,6 +39,7 @@
 #define SYNCMEM_FEAT_INTROSPECT		(1ULL << 11) /* WAITERS, WHO, OBJECT*, ARMED */
 #define SYNCMEM_FEAT_ON_CLOSE_MANY	(1ULL << 12) /* no per-handle cap on armed actions */
 #define SYNCMEM_FEAT_HANDLE_OPEN	(1ULL << 13) /* HANDLE_OPEN on a region fd */
+#define SYNCMEM_FEAT_URING		(1ULL << 14) /* io_uring commands on a region fd */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -924,6 +925,54 @@ struct syncmem_armed_entry {
 	__u32 size;
 	__u32 flags;
 	__u32 pad;
+};
+
+/*
+ * io_uring commands (IORING_OP_URING_CMD) on a region fd: waits whose
+ * completion is a CQE in the submitter's ring. sqe->fd is the region fd
+ * (a read-only one waits as an observer), sqe->cmd_op is
+ * SYNCMEM_URING_CMD_OP(op, timeout), and the 16 bytes of sqe->cmd hold the
+ * command's struct below (all a 64-byte SQE passes on to a driver, hence
+ * the packed timeout). The completion's res is a SYNCMEM_WAIT_* result
+ * (WOKEN, NOT_EQUAL, TIMED_OUT, HANDED_OFF), -ECANCELED or -errno; with
+ * 32-byte CQEs, big_cqe[0] (res2) is the value a HANDOFF handed over.
+ */
+#define SYNCMEM_URING_WAIT32		0x01	/* struct syncmem_uring_wait, 4-byte word */
+#define SYNCMEM_URING_WAIT64		0x02	/* struct syncmem_uring_wait, 8-byte word */
+#define SYNCMEM_URING_CANCEL		0x04	/* struct syncmem_uring_cancel */
+#define SYNCMEM_URING_OP_MASK		0xffU
+#define SYNCMEM_URING_TIMEOUT_SHIFT	8
+/*
+ * A wait's timeout, relative to when the command is issued, as 24 bits:
+ * mantissa (low 18) << exponent (high 6) nanoseconds; all ones: none.
+ * Encoders round up, so a timeout ends at most 1/2^17 of its length late.
+ */
+#define SYNCMEM_URING_NO_TIMEOUT	0xffffffU
+#define SYNCMEM_URING_TIMEOUT_MANT_BITS	18
+#define SYNCMEM_URING_CMD_OP(op, timeout) \
+	((__u32)(op) | ((__u32)(timeout) << SYNCMEM_URING_TIMEOUT_SHIFT))
+
+/**
+ * struct syncmem_uring_wait - the sqe->cmd of SYNCMEM_URING_WAIT32/64
+ * @offset:	Byte offset of the word in the region, naturally aligned.
+ * @expected:	Queue only if the word holds this (at most U32_MAX for WAIT32).
+ */
+struct syncmem_uring_wait {
+	__u64 offset;
+	__u64 expected;
+};
+
+/**
+ * struct syncmem_uring_cancel - the sqe->cmd of SYNCMEM_URING_CANCEL
+ * @user_data:	The user_data of a pending wait of the same ring.
+ * @pad:	Must be 0.
+ *
+ * The wait ends with -ECANCELED (one CQE, exactly once); the cancel's own
+ * res is 0, or -ENOENT when no such wait was pending.
+ */
+struct syncmem_uring_cancel {
+	__u64 user_data;
+	__u64 pad;
 };
 
 /**

@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * syncmem ring waits: WAIT32/WAIT64 as io_uring commands on a region fd,
+ * completed as a CQE in the submitter's own ring, and CANCEL for them.
+ *
+ * A command's waiter joins the word's FIFO queue beside blocked and async
+ * waiters (it is a third kind of waiter: struct syncmem_waiter_ops), and
+ * the command stays parked in io_uring (-EIOCBQUEUED) until whoever claims
+ * the waiter completes it: a wake-up or hand-off (after the bucket lock is
+ * dropped), its deadline (an hrtimer, whose expiries a work item claims in
+ * process context), CANCEL, or the ring's or submitter's end. Only the
+ * claimer completes, through io_uring_cmd_complete_in_task(), whose task
+ * work posts the CQE with io_uring_cmd_done(): exactly one CQE a command.
+ *
+ * Ends nobody takes up: a ring being torn down, or a submitter exiting or
+ * exec'ing, waits in io_uring for its parked commands. From 6.7 a command
+ * is marked cancelable and io_uring asks for it (IO_URING_F_CANCEL); before
+ * that, a check runs every SYNCMEM_URING_CHECK while any command is parked
+ * and cancels those whose ring or submitter ends. Wakers pass such waiters
+ * over meanwhile, so a hand-off goes to a live waiter. A parked command
+ * pins its region file, as every io_uring request pins its file.
+ *
+ * Each command is charged to the submitting user as an async wait
+ * (max_user_async_waits), and one of its IPC namespace.
+ */
+#include <linux/capability.h>
+#include <linux/hash.h>
+#include <linux/hashtable.h>
+#include <linux/hrtimer.h>
+#include <linux/llist.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/wait_bit.h>
+#include <linux/workqueue.h>
+
+#include "syncmem_compat.h"
+#include "syncmem_core.h"
+#include "syncmem_queue.h"
+
+/* How often parked commands are checked for an end, where io_uring does not tell. */
+#define SYNCMEM_URING_CHECK	(HZ / 20)
+
+/* Parked commands one check looks at per hold of the table lock. */
+#define SYNCMEM_URING_CHUNK	64
+
+struct syncmem_uring {
+	struct syncmem_waiter w;
+	struct io_uring_cmd *cmd;
+	struct syncmem_region *r;	/* referenced */
+	struct syncmem_user *user;	/* charged; referenced */
+	struct hlist_node hash_node;	/* in the table while pending */
+	struct list_head node;		/* in syncmem_uring_pending while pending */
+	const void *ring;		/* of @cmd: CANCEL looks it up by ring and... */
+	u64 user_data;			/* ...user_data */
+	u64 offset;			/* of its word */
+	u64 deadline;			/* CLOCK_MONOTONIC ns, or SYNCMEM_NO_DEADLINE */
+	refcount_t ref;			/* the command's, the timer's, lookups' */
+	int result;			/* once claimed: the CQE's res */
+	u64 res2;			/* and its big_cqe[0] */
+	bool pending;			/* in the table; under its lock */
+	u32 check_pass;			/* the check that looked at it last */
+	struct llist_node expired;	/* once its timer fired */
+	struct hrtimer timer;		/* armed while queued, if it has a deadline */
+};
+
+static struct kmem_cache *syncmem_uring_cache;
+
+/* Pending commands by (ring, user_data), and all of them in arrival order. */
+static DEFINE_SPINLOCK(syncmem_uring_lock);
+static DEFINE_HASHTABLE(syncmem_uring_table, 10);
+static LIST_HEAD(syncmem_uring_pending);
+static u32 syncmem_uring_check_pass;	/* under syncmem_uring_lock */
+
+/* Commands alive; module exit waits for zero (timers and work in flight). */
+static atomic_t syncmem_nr_uring = ATOMIC_INIT(0);
+
+static LLIST_HEAD(syncmem_uring_expired);
+static void syncmem_uring_expire(struct work_struct *work);
+static DECLARE_WORK(syncmem_uring_expire_work, syncmem_uring_expire);
+static void syncmem_uring_check(struct work_struct *work);
+static DECLARE_DELAYED_WORK(syncmem_uring_check_work, syncmem_uring_check);
+
+static struct syncmem_uring *to_uring(const struct syncmem_waiter *w)
+{
+	return container_of(w, struct syncmem_uring, w);
+}
+
+static u32 syncmem_uring_key(const void *ring, u64 user_data)
+{
+	return hash_64((unsigned long)ring ^ user_data, HASH_BITS(syncmem_uring_table));
+}
+
+static void syncmem_uring_free(struct syncmem_uring *u)
+{
+	atomic_long_dec(&u->r->ns->usage.async_waits);
+	syncmem_region_put(u->r);
+	syncmem_uncharge_user(u->user, SYNCMEM_USAGE(async_waits));
+	syncmem_user_put(u->user);
+	kmem_cache_free(syncmem_uring_cache, u);
+	if (atomic_dec_and_test(&syncmem_nr_uring))
+		wake_up_var(&syncmem_nr_uring);
+}
+
+static void syncmem_uring_put(struct syncmem_uring *u)
+{
+	if (refcount_dec_and_test(&u->ref))
+		syncmem_uring_free(u);
+}
+
+/* Take @u out of the table (once): it is claimed and about to complete. */
+static void syncmem_uring_unlist(struct syncmem_uring *u)
+{
+	spin_lock(&syncmem_uring_lock);
+	if (u->pending) {
+		u->pending = false;
+		hash_del(&u->hash_node);
+		list_del(&u->node);
+	}
+	spin_unlock(&syncmem_uring_lock);
+}
+
+/* Task work of a completed command: post its CQE, then let it go. */
+static void syncmem_uring_done(struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	struct syncmem_uring *u = *(struct syncmem_uring **)cmd->pdu;
+
+	io_uring_cmd_done(cmd, u->result, u->res2, issue_flags);
+	syncmem_uring_put(u);	/* the command's */
+}
+
+/*
+ * @u has been claimed (it is out of its queue) with @result: stop its
+ * timer and have its CQE posted by the submitter's task, or at once in
+ * io_uring's cancel call (@now, with its @issue_flags).
+ */
+static void syncmem_uring_complete(struct syncmem_uring *u, int result, bool now,
+				   unsigned int issue_flags)
+{
+	/* A timer that already fired hands its reference to the expiry work. */
+	if (hrtimer_try_to_cancel(&u->timer) == 1)
+		refcount_dec(&u->ref);	/* never the last: the command's is held */
+	syncmem_uring_unlist(u);
+	u->result = result;
+	u->res2 = result == SYNCMEM_WAIT_HANDED_OFF ? u->w.handoff_value : 0;
+	if (now) {
+		io_uring_cmd_done(u->cmd, result, u->res2, issue_flags);
+		syncmem_uring_put(u);
+		return;
+	}
+	io_uring_cmd_complete_in_task(u->cmd, syncmem_uring_done);
+}
+
+/* ->complete: a waker claimed it (-ECANCELED: it was gone). */
+static void syncmem_uring_complete_waiter(struct syncmem_waiter *w, int result)
+{
+	syncmem_uring_complete(to_uring(w), result, false, 0);
+}
+
+/*
+ * ->gone, under its bucket lock: its ring is being torn down or its
+ * submitter is exiting or exec'ing, so nobody will see its CQE.
+ */
+static enum syncmem_gone syncmem_uring_gone(const struct syncmem_waiter *w, bool owner_dead)
+{
+	lockdep_assert_held(&w->b->lock);
+	return owner_dead || syncmem_uring_abandoned(to_uring(w)->cmd) ?
+	       SYNCMEM_GONE : SYNCMEM_LIVE;
+}
+
+/* ->describe, under its bucket lock: its submitter's process and its deadline. */
+static void syncmem_uring_describe(const struct syncmem_waiter *w, struct pid_namespace *ns,
+				   struct syncmem_waiter_entry *e)
+{
+	const struct syncmem_uring *u = to_uring(w);
+
+	lockdep_assert_held(&w->b->lock);
+	e->flags |= SYNCMEM_WAITER_ASYNC;
+	e->pid = task_tgid_nr_ns(cmd_to_io_kiocb(u->cmd)->task, ns);
+	e->deadline_ns = u->deadline;
+}
+
+/* A ring waiter is completed once its waker dropped the bucket lock. */
+static const struct syncmem_waiter_ops syncmem_uring_ops = {
+	.wake		= syncmem_wake_defer,
+	.complete	= syncmem_uring_complete_waiter,
+	.gone		= syncmem_uring_gone,
+	.describe	= syncmem_uring_describe,
+};
+
+/*
+ * Claim @u with @state and complete it with @result (at once if @now);
+ * false if somebody else claimed it first: they complete it.
+ */
+static bool syncmem_uring_end(struct syncmem_uring *u, int state, int result, bool now,
+			      unsigned int issue_flags)
+{
+	if (!syncmem_waiter_claim(u->r, &u->w, state, NULL))
+		return false;
+	syncmem_uring_complete(u, result, now, issue_flags);
+	return true;
+}
+
+/* The expiry work: time out what the timers put on the list. */
+static void syncmem_uring_expire(struct work_struct *work)
+{
+	struct llist_node *list = llist_del_all(&syncmem_uring_expired);
+	struct syncmem_uring *u, *tmp;
+
+	llist_for_each_entry_safe(u, tmp, list, expired) {
+		syncmem_uring_end(u, SYNCMEM_W_TIMED_OUT, SYNCMEM_WAIT_TIMED_OUT, false, 0);
+		syncmem_uring_put(u);	/* the timer's */
+		cond_resched();
+	}
+}
+
+static enum hrtimer_restart syncmem_uring_timer_fn(struct hrtimer *timer)
+{
+	struct syncmem_uring *u = container_of(timer, struct syncmem_uring, timer);
+
+	/* The timer's reference moves to the list. */
+	if (llist_add(&u->expired, &syncmem_uring_expired))
+		queue_work(system_unbound_wq, &syncmem_uring_expire_work);
+	return HRTIMER_NORESTART;
+}
+
+/*
+ * Under the bucket lock, right after the waiter was queued: make it
+ * findable by CANCEL and by the check, and arm its timer.
+ */
+static int syncmem_uring_admit(struct syncmem_waiter *w)
+{
+	struct syncmem_uring *u = to_uring(w);
+	bool first;
+
+	lockdep_assert_held(&w->b->lock);
+	spin_lock(&syncmem_uring_lock);
+	hash_add(syncmem_uring_table, &u->hash_node,
+		 syncmem_uring_key(u->ring, u->user_data));
+	first = list_empty(&syncmem_uring_pending);
+	list_add_tail(&u->node, &syncmem_uring_pending);
+	u->pending = true;
+	u->check_pass = syncmem_uring_check_pass;
+	spin_unlock(&syncmem_uring_lock);
+	if (!SYNCMEM_URING_F_CANCEL && first)
+		mod_delayed_work(system_wq, &syncmem_uring_check_work, SYNCMEM_URING_CHECK);
+	if (u->deadline != SYNCMEM_NO_DEADLINE) {
+		refcount_inc(&u->ref);	/* the timer's */
+		hrtimer_start_range_ns(&u->timer, ns_to_ktime(min_t(u64, u->deadline, KTIME_MAX)),
+				       current->timer_slack_ns, HRTIMER_MODE_ABS);
+	}
+	return 0;
+}
+
+/* The absolute deadline of a packed timeout, from now: U64_MAX for none. */
+static u64 syncmem_uring_deadline(u32 code)
+{
+	u32 shift = code >> SYNCMEM_URING_TIMEOUT_MANT_BITS;
+	u64 mant = code & ((1U << SYNCMEM_URING_TIMEOUT_MANT_BITS) - 1);
+	u64 now = ktime_get_ns();
+
+	if (code == SYNCMEM_URING_NO_TIMEOUT || (mant && shift >= 64 - ilog2(mant)))
+		return SYNCMEM_NO_DEADLINE;
+	mant <<= shift;
+	return mant >= SYNCMEM_NO_DEADLINE - now ? SYNCMEM_NO_DEADLINE : now + mant;
+}
+
+static int syncmem_uring_wait(struct syncmem_region *r, bool observer,
+			      struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	const struct syncmem_uring_wait *uw = syncmem_uring_payload(cmd);
+	u32 op = READ_ONCE(cmd->cmd_op);
+	struct syncmem_wait arg = {
+		.offset = READ_ONCE(uw->offset),
+		.expected = READ_ONCE(uw->expected),
+		.size = (op & SYNCMEM_URING_OP_MASK) == SYNCMEM_URING_WAIT64 ? 8 : 4,
+		.deadline_ns = syncmem_uring_deadline(op >> SYNCMEM_URING_TIMEOUT_SHIFT),
+	};
+	struct syncmem_user *user;
+	struct syncmem_uring *u;
+	long ret;
+
+	ret = syncmem_wait_check(r, &arg);
+	if (ret)
+		return ret;
+	user = syncmem_user_get_current();
+	if (!user)
+		return -ENOMEM;
+	ret = syncmem_charge_user(user, SYNCMEM_USAGE(async_waits),
+				  ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE));
+	u = ret ? NULL : kmem_cache_zalloc(syncmem_uring_cache, GFP_KERNEL_ACCOUNT);
+	if (!u) {
+		if (!ret)
+			syncmem_uncharge_user(user, SYNCMEM_USAGE(async_waits));
+		syncmem_user_put(user);
+		return ret ?: -ENOMEM;
+	}
+	atomic_inc(&syncmem_nr_uring);
+	atomic_long_inc(&r->ns->usage.async_waits);
+	kref_get(&r->ref);
+	u->r = r;
+	u->user = user;
+	u->cmd = cmd;
+	u->ring = syncmem_uring_ring(cmd);
+	u->user_data = syncmem_uring_user_data(cmd);
+	u->offset = arg.offset;
+	refcount_set(&u->ref, 1);
+	u->w.ops = &syncmem_uring_ops;
+	u->w.observer = observer;
+	u->w.size = arg.size;
+	u->deadline = arg.deadline_ns;
+	syncmem_hrtimer_setup(&u->timer, syncmem_uring_timer_fn, CLOCK_MONOTONIC,
+			      HRTIMER_MODE_ABS);
+	*(struct syncmem_uring **)cmd->pdu = u;
+	ret = syncmem_wait_enqueue(r, &arg, &u->w, syncmem_uring_admit);
+	if (ret != SYNCMEM_WAIT_QUEUED) {
+		syncmem_uring_put(u);	/* never pending: its result is the CQE's */
+		return ret;
+	}
+	/*
+	 * Only now: a command marked cancelable must complete through
+	 * io_uring_cmd_done(). Its completion runs as task work of this task,
+	 * so it cannot come before.
+	 */
+	syncmem_uring_mark_cancelable(cmd, issue_flags);
+	return -EIOCBQUEUED;
+}
+
+static int syncmem_uring_cancel(struct io_uring_cmd *cmd)
+{
+	const struct syncmem_uring_cancel *uc = syncmem_uring_payload(cmd);
+	const void *ring = syncmem_uring_ring(cmd);
+	u64 user_data = READ_ONCE(uc->user_data);
+	struct syncmem_uring *u, *found = NULL;
+	bool ended;
+
+	if (READ_ONCE(cmd->cmd_op) != SYNCMEM_URING_CANCEL || READ_ONCE(uc->pad))
+		return -EINVAL;
+	spin_lock(&syncmem_uring_lock);
+	hash_for_each_possible(syncmem_uring_table, u, hash_node,
+			       syncmem_uring_key(ring, user_data)) {
+		if (u->ring == ring && u->user_data == user_data) {
+			refcount_inc(&u->ref);
+			found = u;
+			break;
+		}
+	}
+	spin_unlock(&syncmem_uring_lock);
+	if (!found)
+		return -ENOENT;
+	ended = syncmem_uring_end(found, SYNCMEM_W_CANCELLED, -ECANCELED, false, 0);
+	syncmem_uring_put(found);
+	return ended ? 0 : -ENOENT;
+}
+
+/**
+ * syncmem_uring_cmd - an io_uring command on a region file
+ * @r:		The region of the file.
+ * @rdonly:	The file is read-only: its waits observe.
+ * @cmd:	The command.
+ * @issue_flags: io_uring's IO_URING_F_*.
+ *
+ * Returns -EIOCBQUEUED for a parked wait (its CQE comes later), else the
+ * CQE's res: a SYNCMEM_WAIT_* result of a wait that ended at once, 0 or
+ * -ENOENT for CANCEL, -EINVAL for a malformed command, or another -errno.
+ */
+int syncmem_uring_cmd(struct syncmem_region *r, bool rdonly, struct io_uring_cmd *cmd,
+		      unsigned int issue_flags)
+{
+	struct syncmem_uring *u;
+
+	if (issue_flags & SYNCMEM_URING_F_CANCEL) {
+		/* A parked wait of an ending ring or task; others complete it if claimed. */
+		u = *(struct syncmem_uring **)cmd->pdu;
+		syncmem_uring_end(u, SYNCMEM_W_CANCELLED, -ECANCELED, true, issue_flags);
+		return 0;
+	}
+	switch (READ_ONCE(cmd->cmd_op) & SYNCMEM_URING_OP_MASK) {
+	case SYNCMEM_URING_WAIT32:
+	case SYNCMEM_URING_WAIT64:
+		return syncmem_uring_wait(r, rdonly, cmd, issue_flags);
+	case SYNCMEM_URING_CANCEL:
+		return syncmem_uring_cancel(cmd);
+	default:
+		return -EINVAL;
+	}
+}
+
+/*
+ * The check, where io_uring does not ask for parked commands of an ending
+ * ring or task: one pass over the pending ones, a chunk per hold of the
+ * lock, each moved to the tail as it is looked at. Runs again while any
+ * command is pending.
+ */
+static void syncmem_uring_check(struct work_struct *work)
+{
+	struct syncmem_uring *batch[SYNCMEM_URING_CHUNK];
+	struct syncmem_uring *u;
+	unsigned int n, i;
+	bool more;
+	u32 pass;
+
+	spin_lock(&syncmem_uring_lock);
+	pass = ++syncmem_uring_check_pass;
+	spin_unlock(&syncmem_uring_lock);
+	do {
+		n = 0;
+		spin_lock(&syncmem_uring_lock);
+		while (n < SYNCMEM_URING_CHUNK && !list_empty(&syncmem_uring_pending)) {
+			u = list_first_entry(&syncmem_uring_pending, struct syncmem_uring, node);
+			if (u->check_pass == pass)
+				break;
+			u->check_pass = pass;
+			list_move_tail(&u->node, &syncmem_uring_pending);
+			if (!syncmem_uring_abandoned(u->cmd))
+				continue;
+			refcount_inc(&u->ref);
+			batch[n++] = u;
+		}
+		more = n == SYNCMEM_URING_CHUNK;
+		spin_unlock(&syncmem_uring_lock);
+		for (i = 0; i < n; i++) {
+			syncmem_uring_end(batch[i], SYNCMEM_W_CANCELLED, -ECANCELED, false, 0);
+			syncmem_uring_put(batch[i]);
+		}
+		cond_resched();
+	} while (more);
+	spin_lock(&syncmem_uring_lock);
+	if (!list_empty(&syncmem_uring_pending))
+		mod_delayed_work(system_wq, &syncmem_uring_check_work, SYNCMEM_URING_CHECK);
+	spin_unlock(&syncmem_uring_lock);
+}
+
+int syncmem_uring_init(void)
+{
+	syncmem_uring_cache = KMEM_CACHE(syncmem_uring, SLAB_ACCOUNT);
+	return syncmem_uring_cache ? 0 : -ENOMEM;
+}
+
+/* No region file is left, so no command either; work may still be in flight. */
+void syncmem_uring_exit(void)
+{
+	wait_var_event(&syncmem_nr_uring, !atomic_read(&syncmem_nr_uring));
+	cancel_delayed_work_sync(&syncmem_uring_check_work);
+	flush_work(&syncmem_uring_expire_work);
+	kmem_cache_destroy(syncmem_uring_cache);
+}
