@@ -361,6 +361,57 @@ int syncmem_wait_async64(struct syncmem_loop *loop, struct syncmem_region *r,
  */
 int syncmem_wait_cancel(struct syncmem_loop *loop, uint64_t id);
 
+struct io_uring_sqe;			/* <liburing.h> */
+
+/*
+ * Fill an io_uring SQE with a wait on a word of a region.
+ * syncmem_prep_wait32() waits on the 4-byte word @addr of @r,
+ * syncmem_prep_wait64() on an 8-byte one, for the caller's own io_uring.
+ * Once io_uring_submit() returns, the wait is queued in the word's FIFO
+ * queue with blocking and loop-based waiters; its end is one CQE of that
+ * ring, with the user_data the caller gives @sqe (before or after this call).
+ * @timeout_ns counts from the submission (negative: no limit; 0: do not
+ * wait), and may end up to 1/131072 of itself late.
+ * Every field of @sqe the command uses is filled (a reused SQE is fine);
+ * the ring needs no flags, but 32-byte CQEs (IORING_SETUP_CQE32) to
+ * receive a handed-off value.
+ * A module without io_uring commands (no SYNCMEM_FEAT_URING in its
+ * SYNCMEM_IOC_VERSION) ends each with -EOPNOTSUPP.
+ *
+ * Returns: nothing; the CQE's res is SYNCMEM_OK (a notify reached the
+ * waiter), SYNCMEM_NOT_EQUAL (*@addr differed: nothing was queued),
+ * SYNCMEM_TIMED_OUT, or 3 (SYNCMEM_WAIT_HANDED_OFF: a hand-off reached
+ * the waiter; with 32-byte CQEs, big_cqe[0] is the value handed over),
+ * else one of the errors below.
+ * Errors:
+ * -ECANCELED: syncmem_prep_cancel() ended it, or its ring was torn down
+ *	or its process exited or exec'd while it was pending.
+ * -EINVAL: @addr is NULL, misaligned or not inside @r.
+ * -EBADF: @r is NULL.
+ * -EDQUOT: the user has max_user_async_waits waits queued.
+ * -ENOMEM: no memory.
+ * -EOPNOTSUPP: the module has no io_uring commands.
+ */
+void syncmem_prep_wait32(struct io_uring_sqe *sqe, struct syncmem_region *r,
+			 const uint32_t *addr, uint32_t expected, int64_t timeout_ns);
+void syncmem_prep_wait64(struct io_uring_sqe *sqe, struct syncmem_region *r,
+			 const uint64_t *addr, uint64_t expected, int64_t timeout_ns);
+
+/*
+ * Fill an io_uring SQE that ends a wait queued by syncmem_prep_wait32/64().
+ * The wait is the pending one whose SQE had @user_data, submitted on the
+ * same ring (through a region fd of any region).
+ *
+ * Returns: nothing; the cancel's own CQE has res 0, and the wait's CQE
+ * then has -ECANCELED (exactly one CQE for it, as always), else the
+ * cancel's res is one of the errors below.
+ * Errors:
+ * -ENOENT: no such wait was pending (it had completed, or never existed).
+ * -EBADF: @r is NULL.
+ */
+void syncmem_prep_cancel(struct io_uring_sqe *sqe, struct syncmem_region *r,
+			 uint64_t user_data);
+
 /*
  * Abort a pending async acquisition of @loop.
  * @id comes from a *_timed async call of the lock family or from
