@@ -211,7 +211,7 @@ $(BUILD)/tools/syncmemctl: $(SYNCMEMCTL_SRCS) $(SYNCMEMCTL_HDRS) lib/libsyncmem.
 FUZZ_SRCS := $(sort $(wildcard tools/fuzz/*.c))
 $(BUILD)/tools/fuzz: $(FUZZ_SRCS) tools/fuzz/fuzz.h include/uapi/linux/syncmem.h
 	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) -o $@ $(FUZZ_SRCS) $(PROG_LDFLAGS)
+	$(CC) $(PROG_CFLAGS) -o $@ $(FUZZ_SRCS) $(PROG_LDFLAGS) -luring
 
 # The library fuzzer, under ASan+UBSan; dynamically linked (the VM runner
 # copies its libraries), -rdynamic for the stacks of stuck workers.

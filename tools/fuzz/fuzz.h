@@ -82,6 +82,8 @@ enum op {
 	OP_MREMAP,
 	/* Reading /proc/self/fdinfo of a table fd: its bytes. */
 	OP_FDINFO,
+	/* The CQE of an io_uring command on a region fd: its res. */
+	OP_URING_CMD,
 	OP_NR,
 	OP_FIRST_NON_IOCTL = OP_READ,
 };
@@ -330,6 +332,7 @@ void op_region(struct thread_ctx *t);	/* a random region fd ioctl */
 void op_memory(struct thread_ctx *t);	/* mmap, munmap, mprotect, mremap */
 void op_files(struct thread_ctx *t);	/* open, close, dup, eventfds, others */
 void op_async(struct thread_ctx *t);	/* async waits on shared handles */
+void op_uring(struct thread_ctx *t);	/* io_uring commands on region fds */
 void op_invalid(struct thread_ctx *t);	/* garbage arguments and commands */
 void op_process(struct thread_ctx *t);	/* fork, fd passing, signals */
 void op_collide(struct thread_ctx *t);	/* two calls at the same instant */

@@ -111,9 +111,12 @@ void thread_loop(struct thread_ctx *t, uint64_t max_ops)
 		if (k < 26) {
 			proc_doing("region ioctls");
 			op_region(t);
-		} else if (k < 46) {
+		} else if (k < 42) {
 			proc_doing("async ioctls");
 			op_async(t);
+		} else if (k < 46) {
+			proc_doing("io_uring commands");
+			op_uring(t);
 		} else if (k < 56) {
 			proc_doing("handle ioctls");
 			op_handle(t);

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Waits as io_uring commands in the caller's own ring (SYNCMEM_URING_*,
+ * syncmem_prep_*): their results as CQEs, their place in the word's one
+ * FIFO queue beside blocking and eventfd-based async waiters, CANCEL ending
+ * a wait exactly once, a whole batch queued by one submit, and the ends
+ * nobody takes up (exit, SIGKILL, execve, io_uring_queue_exit() with
+ * commands parked) done in bounded time with nothing left queued; and
+ * malformed commands refused.
+ */
+#define _GNU_SOURCE
+#include <liburing.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "syncmem_test.h"
+
+#define MS	1000000LL
+#define SEC	1000000000LL
+#define NWORDS	256
+
+FIXTURE(uring) {
+	struct syncmem_region *r;
+	uint32_t *w32;
+	uint64_t *w64;
+	struct io_uring ring;
+};
+
+FIXTURE_SETUP(uring)
+{
+	struct io_uring_params p = { .flags = IORING_SETUP_CQE32 };
+
+	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &self->r));
+	self->w32 = syncmem_base(self->r);
+	self->w64 = (uint64_t *)((char *)syncmem_base(self->r) + 2048);
+	ASSERT_EQ(0, io_uring_queue_init_params(128, &self->ring, &p));
+}
+
+FIXTURE_TEARDOWN(uring)
+{
+	io_uring_queue_exit(&self->ring);
+	syncmem_close(self->r);
+}
+
+static struct io_uring_sqe *sqe_of(struct io_uring *ring, uint64_t user_data)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	if (sqe)
+		io_uring_sqe_set_data64(sqe, user_data);
+	return sqe;
+}
+
+/* The next CQE (at most 5 s): its res, user_data and big_cqe[0]. */
+static int next_cqe(struct io_uring *ring, uint64_t *user_data, uint64_t *res2)
+{
+	struct __kernel_timespec ts = { .tv_sec = 5 };
+	struct io_uring_cqe *cqe;
+	int res;
+
+	if (io_uring_wait_cqe_timeout(ring, &cqe, &ts))
+		return INT32_MIN;
+	res = cqe->res;
+	if (user_data)
+		*user_data = cqe->user_data;
+	if (res2)
+		*res2 = cqe->big_cqe[0];
+	io_uring_cqe_seen(ring, cqe);
+	return res;
+}
+
+/* Is a CQE ready now? */
+static int cqe_ready(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+
+	return io_uring_peek_cqe(ring, &cqe) == 0;
+}
+
+TEST_F(uring, results)
+{
+	struct syncmem_handoff h = { .size = 8, .value = 0x1234567890abcdefULL };
+	int64_t t0;
+	uint64_t res2;
+
+	self->w32[0] = 5;
+	/* The word differs: nothing queued, the CQE at once. */
+	syncmem_prep_wait32(sqe_of(&self->ring, 1), self->r, &self->w32[0], 6, -1);
+	ASSERT_EQ(1, io_uring_submit(&self->ring));
+	ASSERT_EQ(SYNCMEM_NOT_EQUAL, next_cqe(&self->ring, NULL, NULL));
+	/* Timeout 0: a try. */
+	syncmem_prep_wait32(sqe_of(&self->ring, 2), self->r, &self->w32[0], 5, 0);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(SYNCMEM_TIMED_OUT, next_cqe(&self->ring, NULL, NULL));
+	ASSERT_EQ(0, region_waiters(self->r));
+	/* A timeout counts from the submission, and is never early. */
+	t0 = now_ns();
+	syncmem_prep_wait32(sqe_of(&self->ring, 3), self->r, &self->w32[0], 5, 30 * MS);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(SYNCMEM_TIMED_OUT, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_LE(30 * MS, now_ns() - t0);
+	EXPECT_GT(2 * SEC, now_ns() - t0);
+	ASSERT_EQ(0, region_waiters(self->r));
+	/* Woken by a notify. */
+	syncmem_prep_wait32(sqe_of(&self->ring, 4), self->r, &self->w32[0], 5, 10 * SEC);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(1, syncmem_notify(self->r, &self->w32[0], 1));
+	ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, NULL, NULL));
+	/* Handed a 64-bit value: SYNCMEM_WAIT_HANDED_OFF and the value in big_cqe[0]. */
+	self->w64[0] = 9;
+	syncmem_prep_wait64(sqe_of(&self->ring, 5), self->r, &self->w64[0], 9, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	h.offset = 2048;
+	ASSERT_EQ(SYNCMEM_HANDOFF_WOKE,
+		  raw_ioctl(syncmem_region_fd(self->r), SYNCMEM_IOC_HANDOFF, &h));
+	ASSERT_EQ(SYNCMEM_WAIT_HANDED_OFF, next_cqe(&self->ring, NULL, &res2));
+	EXPECT_EQ(h.value, res2);
+	EXPECT_EQ(9, self->w64[0]);	/* handed to the waiter, not stored */
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
+TEST_F(uring, malformed_commands_are_refused)
+{
+	struct syncmem_uring_wait wt = { .offset = 0, .expected = 0 };
+	int rfd = syncmem_region_fd(self->r), pfd[2], nfd;
+	struct io_uring_sqe *sqe;
+	struct {
+		uint32_t op;
+		uint64_t offset, expected;
+		int res;
+	} bad[] = {
+		{ 0, 0, 0, -EINVAL },				/* no op */
+		{ 0x7f, 0, 0, -EINVAL },			/* unknown op */
+		{ SYNCMEM_URING_WAIT32, 2, 0, -EINVAL },	/* misaligned */
+		{ SYNCMEM_URING_WAIT64, 4, 0, -EINVAL },
+		{ SYNCMEM_URING_WAIT32, 4096, 0, -EINVAL },	/* past the end */
+		{ SYNCMEM_URING_WAIT64, 4088 + 8, 0, -EINVAL },
+		{ SYNCMEM_URING_WAIT32, ~0ULL, 0, -EINVAL },
+		{ SYNCMEM_URING_WAIT32, 0, 1ULL << 32, -EINVAL }, /* no 4-byte value */
+		{ SYNCMEM_URING_CANCEL, 0, 1, -EINVAL },	/* pad */
+		{ SYNCMEM_URING_CANCEL | 1 << 8, 0, 0, -EINVAL }, /* cancel with a timeout */
+		{ SYNCMEM_URING_CANCEL, 12345, 0, -ENOENT },	/* nothing pending */
+	};
+	unsigned int i, seed = 1;
+
+	ASSERT_EQ(0, pipe(pfd));
+	nfd = pfd[0];	/* not /dev/null: its uring_cmd succeeds, for io_uring's tests */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		wt.offset = bad[i].offset;
+		wt.expected = bad[i].expected;
+		sqe = sqe_of(&self->ring, i);
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, rfd, NULL, 0, 0);
+		sqe->cmd_op = bad[i].op;
+		memcpy(sqe->cmd, &wt, sizeof(wt));
+		io_uring_submit(&self->ring);
+		EXPECT_EQ(bad[i].res, next_cqe(&self->ring, NULL, NULL)) {
+			TH_LOG("command %u", i);
+		}
+	}
+	/* A word outside the region; no region at all. */
+	syncmem_prep_wait32(sqe_of(&self->ring, 100), self->r, (uint32_t *)&wt, 0, 0);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EINVAL, next_cqe(&self->ring, NULL, NULL));
+	syncmem_prep_cancel(sqe_of(&self->ring, 101), NULL, 1);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EBADF, next_cqe(&self->ring, NULL, NULL));
+	/* Not a region file: no such command. */
+	sqe = sqe_of(&self->ring, 103);
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, nfd, NULL, 0, 0);
+	sqe->cmd_op = SYNCMEM_URING_WAIT32;
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EOPNOTSUPP, next_cqe(&self->ring, NULL, NULL));
+	/* Garbage: every CQE is a result or -EINVAL; whatever queued ends with the ring. */
+	for (i = 0; i < 2000; i++) {
+		seed = seed * 1103515245 + 12345;
+		wt.offset = (seed >> 3) % 5000;
+		wt.expected = seed & 0x100 ? 0 : seed;
+		sqe = sqe_of(&self->ring, 1000 + i);
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, rfd, NULL, 0, 0);
+		sqe->cmd_op = (seed & 7) | ((seed >> 9) & 0xff) << 8;
+		memcpy(sqe->cmd, &wt, sizeof(wt));
+		io_uring_submit(&self->ring);
+		while (cqe_ready(&self->ring)) {
+			int res = next_cqe(&self->ring, NULL, NULL);
+
+			EXPECT_TRUE(res == -EINVAL || res == -ENOENT || res == -ECANCELED ||
+				    (res >= 0 && res <= 2)) {
+				TH_LOG("garbage command %u: %d", i, res);
+			}
+		}
+	}
+	io_uring_queue_exit(&self->ring);
+	EXPECT_TRUE(await_waiters(self->r, 0));
+	ASSERT_EQ(0, io_uring_queue_init(8, &self->ring, 0));
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+TEST_F(uring, cancel_ends_a_wait_exactly_once)
+{
+	uint64_t ud;
+	int res, i, seen;
+
+	self->w32[1] = 3;
+	syncmem_prep_wait32(sqe_of(&self->ring, 7), self->r, &self->w32[1], 3, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	syncmem_prep_cancel(sqe_of(&self->ring, 8), self->r, 7);
+	io_uring_submit(&self->ring);
+	for (i = 0; i < 2; i++) {
+		res = next_cqe(&self->ring, &ud, NULL);
+		EXPECT_EQ(ud == 7 ? -ECANCELED : 0, res);
+	}
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(0, region_waiters(self->r));
+	syncmem_prep_cancel(sqe_of(&self->ring, 9), self->r, 7);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(-ENOENT, next_cqe(&self->ring, NULL, NULL));
+	/* Cancel and notify race: one CQE for the wait, whichever claimed it. */
+	for (i = 0; i < 300; i++) {
+		int wait_res = INT32_MIN, cancel_res = INT32_MIN;
+
+		syncmem_prep_wait32(sqe_of(&self->ring, 10), self->r, &self->w32[1], 3, -1);
+		io_uring_submit(&self->ring);
+		syncmem_prep_cancel(sqe_of(&self->ring, 11), self->r, 10);
+		if (i & 1)
+			syncmem_notify(self->r, &self->w32[1], 1);
+		io_uring_submit(&self->ring);
+		syncmem_notify(self->r, &self->w32[1], 1);
+		for (seen = 0; seen < 2; seen++) {
+			res = next_cqe(&self->ring, &ud, NULL);
+			ASSERT_NE(INT32_MIN, res);
+			if (ud == 10)
+				wait_res = res;
+			else
+				cancel_res = res;
+		}
+		ASSERT_FALSE(cqe_ready(&self->ring));
+		ASSERT_TRUE((wait_res == -ECANCELED && cancel_res == 0) ||
+			    (wait_res == SYNCMEM_OK && cancel_res == -ENOENT)) {
+			TH_LOG("round %d: wait %d, cancel %d", i, wait_res, cancel_res);
+		}
+	}
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
+static void *blocking_wait(void *arg)
+{
+	struct syncmem_region *r = ((void **)arg)[0];
+	uint32_t *w = ((void **)arg)[1];
+
+	return (void *)(intptr_t)syncmem_wait32(r, w, 0, 10 * SEC);
+}
+
+TEST_F(uring, one_fifo_with_blocking_and_eventfd_waiters)
+{
+	int dev = dev_open(), rfd = syncmem_region_fd(self->r);
+	struct syncmem_completion rec;
+	void *arg[2] = { self->r, &self->w32[2] };
+	pthread_t t;
+	void *ret;
+
+	ASSERT_LE(0, dev);
+	self->w32[2] = 0;
+	/* Ring, eventfd-style async, blocking, ring: in that order. */
+	syncmem_prep_wait32(sqe_of(&self->ring, 1), self->r, &self->w32[2], 0, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_wait_async(dev, rfd, 8, 0, ~0ULL, 2));
+	ASSERT_EQ(0, pthread_create(&t, NULL, blocking_wait, arg));
+	ASSERT_TRUE(await_waiters(self->r, 3));
+	syncmem_prep_wait32(sqe_of(&self->ring, 4), self->r, &self->w32[2], 0, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(4, region_waiters(self->r));
+
+	ASSERT_EQ(1, syncmem_notify(self->r, &self->w32[2], 1));
+	ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, NULL, NULL));
+	ASSERT_EQ(0, fd_readable(dev));
+	ASSERT_EQ(1, syncmem_notify(self->r, &self->w32[2], 1));
+	ASSERT_EQ(sizeof(rec), read(dev, &rec, sizeof(rec)));
+	EXPECT_EQ(2, rec.user_data);
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, rec.result);
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(1, syncmem_notify(self->r, &self->w32[2], 1));
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(SYNCMEM_OK, (intptr_t)ret);
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(1, syncmem_notify(self->r, &self->w32[2], 1));
+	ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, NULL, NULL));
+	ASSERT_EQ(0, region_waiters(self->r));
+	close(dev);
+}
+
+TEST_F(uring, sixty_four_waits_in_one_submit)
+{
+	uint64_t ud, seen = 0;
+	int i;
+
+	for (i = 0; i < 64; i++)
+		syncmem_prep_wait32(sqe_of(&self->ring, i), self->r, &self->w32[i], 0, -1);
+	ASSERT_EQ(64, io_uring_submit(&self->ring));
+	/* Queued when the submit returns. */
+	ASSERT_EQ(64, region_waiters(self->r));
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(1, syncmem_notify(self->r, &self->w32[i], 1));
+	for (i = 0; i < 64; i++) {
+		ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, &ud, NULL));
+		seen |= 1ULL << ud;
+	}
+	EXPECT_EQ(~0ULL, seen);
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
+enum ending { END_EXIT, END_KILL, END_EXEC, END_RING_EXIT };
+
+/*
+ * A child parks 64 commands (half with a long timeout), then ends as
+ * @how says: done, and its waiters gone, within 3 s.
+ */
+static void ends_with_parked(struct __test_metadata *_metadata, struct syncmem_region *r,
+			     enum ending how)
+{
+	uint32_t *w = syncmem_base(r);
+	int ready[2], go[2], i;
+	int64_t t0;
+	char c = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct io_uring ring;
+
+		if (io_uring_queue_init(64, &ring, 0))
+			_exit(2);
+		for (i = 0; i < 64; i++)
+			syncmem_prep_wait32(io_uring_get_sqe(&ring), r, &w[100 + i % 8], 0,
+					    i & 1 ? 100 * SEC : -1);
+		if (io_uring_submit(&ring) != 64 || write(ready[1], &c, 1) != 1 ||
+		    read(go[0], &c, 1) != 1)
+			_exit(3);
+		if (how == END_EXEC)
+			execl("/bin/sh", "sh", "-c", "exit 0", (char *)NULL);
+		if (how == END_RING_EXIT) {
+			io_uring_queue_exit(&ring);
+			if (write(ready[1], &c, 1) != 1)
+				_exit(4);
+			pause();
+		}
+		if (how == END_KILL)
+			pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	ASSERT_EQ(64, region_waiters(r));
+	t0 = now_ns();
+	ASSERT_EQ(1, write(go[1], &c, 1));
+	if (how == END_KILL)
+		kill(pid, SIGKILL);
+	if (how == END_RING_EXIT) {
+		ASSERT_EQ(1, read(ready[0], &c, 1));
+		ASSERT_TRUE(await_waiters(r, 0));
+		EXPECT_GT(3 * SEC, now_ns() - t0);
+		kill(pid, SIGKILL);
+	}
+	EXPECT_EQ(how == END_KILL || how == END_RING_EXIT ? 128 + SIGKILL : 0, wait_exit(pid));
+	EXPECT_GT(3 * SEC, now_ns() - t0);
+	ASSERT_TRUE(await_waiters(r, 0));
+	EXPECT_GT(3 * SEC, now_ns() - t0);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+}
+
+TEST_F(uring, exit_with_parked_commands)
+{
+	ends_with_parked(_metadata, self->r, END_EXIT);
+}
+
+TEST_F(uring, sigkill_with_parked_commands)
+{
+	ends_with_parked(_metadata, self->r, END_KILL);
+}
+
+TEST_F(uring, exec_with_parked_commands)
+{
+	ends_with_parked(_metadata, self->r, END_EXEC);
+}
+
+TEST_F(uring, ring_exit_with_parked_commands)
+{
+	ends_with_parked(_metadata, self->r, END_RING_EXIT);
+}
+
+TEST_HARNESS_MAIN

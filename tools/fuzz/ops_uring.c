@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * io_uring commands on the region fds of the table (SYNCMEM_URING_*): each
+ * thread has its own ring and submits waits of both sizes (mostly with
+ * short timeouts, some without), cancels of recent and unknown user_data,
+ * and garbage commands, reaps whatever completed, and now and then tears
+ * its ring down with commands still parked. Every CQE's res is judged
+ * against the documented set; what the fd table's churn changes under a
+ * command (a closed or reused fd) is not judged.
+ */
+#define _GNU_SOURCE
+#include <liburing.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuzz.h"
+
+static __thread struct io_uring ring;
+static __thread bool ring_up;
+static __thread uint64_t next_ud;
+
+static struct io_uring *thread_ring(void)
+{
+	if (!ring_up && !io_uring_queue_init(64, &ring, IORING_SETUP_CQE32))
+		ring_up = true;
+	return ring_up ? &ring : NULL;
+}
+
+/* A timeout code: mostly up to ~0.3 s, sometimes none, sometimes anything. */
+static uint32_t pick_timeout(struct rng *r)
+{
+	if (rng_chance(r, 1, 10))
+		return SYNCMEM_URING_NO_TIMEOUT;
+	if (rng_chance(r, 1, 10))
+		return (uint32_t)rng_below(r, 1u << 24);
+	return (uint32_t)rng_below(r, 11) << SYNCMEM_URING_TIMEOUT_MANT_BITS |
+	       (uint32_t)rng_below(r, 1u << SYNCMEM_URING_TIMEOUT_MANT_BITS);
+}
+
+static void reap(void)
+{
+	struct io_uring_cqe *cqe;
+	char what[120];
+
+	while (io_uring_peek_cqe(&ring, &cqe) == 0) {
+		snprintf(what, sizeof(what), "uring command ud %llu",
+			 (unsigned long long)cqe->user_data);
+		/* The fd may have been closed or reused meanwhile: EBADF, EOPNOTSUPP. */
+		tally(OP_URING_CMD, cqe->res, DOCUMENTED, what);
+		io_uring_cqe_seen(&ring, cqe);
+	}
+}
+
+void op_uring(struct thread_ctx *t)
+{
+	struct io_uring *rg = thread_ring();
+	struct syncmem_uring_wait w;
+	struct io_uring_sqe *sqe;
+	uint32_t op, width;
+	struct obj r;
+	int slot;
+
+	if (!rg)
+		return;
+	reap();
+	if (rng_chance(&t->rng, 1, 50)) {
+		/* Parked commands and all: the module must end them. */
+		io_uring_queue_exit(rg);
+		ring_up = false;
+		return;
+	}
+	if (!obj_pick(&t->rng, K_REGION, &r, &slot))
+		return;
+	sqe = io_uring_get_sqe(rg);
+	if (!sqe)
+		return;
+	width = rng_chance(&t->rng, 1, 3) ? 8 : 4;
+	w.offset = pick_offset(&t->rng, r.size, width);
+	w.expected = pick_expected(&t->rng, r.rid, w.offset, width);
+	switch (rng_below(&t->rng, 10)) {
+	case 0: case 1: case 2: case 3: case 4: case 5:
+		op = SYNCMEM_URING_CMD_OP(width == 8 ? SYNCMEM_URING_WAIT64 : SYNCMEM_URING_WAIT32,
+					  pick_timeout(&t->rng));
+		break;
+	case 6: case 7:
+		op = SYNCMEM_URING_CANCEL;
+		w.offset = next_ud - rng_below(&t->rng, 4);	/* its user_data */
+		w.expected = 0;					/* its pad */
+		break;
+	default:
+		op = (uint32_t)rng_next(&t->rng);
+		w.offset = rng_next(&t->rng);
+		w.expected = rng_chance(&t->rng, 1, 2) ? 0 : rng_next(&t->rng);
+		break;
+	}
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, r.fd, NULL, 0, 0);
+	sqe->cmd_op = op;
+	memcpy(sqe->cmd, &w, sizeof(w));
+	io_uring_sqe_set_data64(sqe, ++next_ud);
+	io_uring_submit(rg);
+	reap();
+}
