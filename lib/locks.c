@@ -526,6 +526,13 @@ static void held_key_make(void)
 	held_key_ok = !pthread_key_create(&held_key, held_cache_drop);
 }
 
+/* Unloaded (dlclose): no thread may exit into held_cache_drop(), gone with us. */
+__attribute__((destructor)) static void held_key_unload(void)
+{
+	if (held_key_ok)
+		pthread_key_delete(held_key);
+}
+
 static inline struct syncmem_held *held_new(void)
 {
 	struct syncmem_held *h = held_free;
