@@ -79,7 +79,8 @@ FIXTURE_TEARDOWN(heavy)
 
 struct race {
 	int dev, rfd;
-	long iterations;
+	struct round_budget budget;
+	long rounds;		/* how many the waiting thread did */
 	_Atomic int done;
 	long bad;		/* unexpected results */
 	long queued, cancelled, woken;
@@ -89,17 +90,20 @@ static void *race_not_equal_waits(void *arg)
 {
 	struct race *r = arg;
 
-	for (long i = 0; i < r->iterations; i++)
+	long i;
+
+	for (i = 0; round_budget_more(&r->budget, i); i++)
 		if (raw_wait_async(r->dev, r->rfd, 0, 1, SYNCMEM_NO_DEADLINE, i + 1) !=
 		    SYNCMEM_WAIT_NOT_EQUAL)
 			r->bad++;
+	r->rounds = i;
 	atomic_store(&r->done, 1);
 	return NULL;
 }
 
 HEAVY_TEST(cancel_all_racing_not_equal_waits_as_nobody)
 {
-	struct race r = { .iterations = 50000 };
+	struct race r = { .budget = round_budget(50000, 2000, 15) };
 	pthread_t t;
 	long cancels = 0;
 
@@ -115,6 +119,7 @@ HEAVY_TEST(cancel_all_racing_not_equal_waits_as_nobody)
 		cancels++;
 	}
 	pthread_join(t, NULL);
+	TH_LOG("%ld waits raced %ld cancels", r.rounds, cancels);
 	EXPECT_EQ(0, r.bad);
 	EXPECT_LT(0, cancels);
 	EXPECT_EQ(0, get_stats(r.dev).async_waits);
@@ -124,7 +129,9 @@ static void *race_queued_waits(void *arg)
 {
 	struct race *r = arg;
 
-	for (long i = 0; i < r->iterations; i++) {
+	long i;
+
+	for (i = 0; round_budget_more(&r->budget, i); i++) {
 		int ret = raw_wait_async(r->dev, r->rfd, 4 * (i % 8), 0,
 				     SYNCMEM_NO_DEADLINE, i + 1);
 
@@ -133,6 +140,7 @@ static void *race_queued_waits(void *arg)
 		else
 			r->bad++;
 	}
+	r->rounds = i;
 	atomic_store(&r->done, 1);
 	return NULL;
 }
@@ -153,7 +161,7 @@ static void *race_notifier(void *arg)
 /* Every queued wait completes exactly once, whoever claims it. */
 HEAVY_TEST(cancel_notify_and_waits_race_and_every_wait_completes_once)
 {
-	struct race r = { .iterations = 20000 };
+	struct race r = { .budget = round_budget(20000, 2000, 15) };
 	struct syncmem_completion recs[64];
 	pthread_t t1, t2;
 	uint8_t *seen;
@@ -164,7 +172,7 @@ HEAVY_TEST(cancel_notify_and_waits_race_and_every_wait_completes_once)
 	ASSERT_LE(0, r.dev);
 	r.rfd = anon_region(r.dev, PG);
 	ASSERT_LE(0, r.rfd);
-	seen = calloc(r.iterations + 1, 1);
+	seen = calloc(r.budget.rounds + 1, 1);
 	ASSERT_NE(NULL, seen);
 	ASSERT_EQ(0, pthread_create(&t1, NULL, race_queued_waits, &r));
 	ASSERT_EQ(0, pthread_create(&t2, NULL, race_notifier, &r));
@@ -182,7 +190,7 @@ HEAVY_TEST(cancel_notify_and_waits_race_and_every_wait_completes_once)
 		for (size_t i = 0; i < n / sizeof(recs[0]); i++) {
 			uint64_t id = recs[i].user_data;
 
-			ASSERT_GE((uint64_t)r.iterations, id);
+			ASSERT_GE((uint64_t)r.rounds, id);
 			ASSERT_EQ(0, seen[id]);
 			seen[id] = 1;
 			EXPECT_TRUE(recs[i].result == SYNCMEM_WAIT_WOKEN ||
@@ -190,6 +198,7 @@ HEAVY_TEST(cancel_notify_and_waits_race_and_every_wait_completes_once)
 			records++;
 		}
 	}
+	TH_LOG("%ld waits raced notifies and cancels", r.rounds);
 	EXPECT_EQ(0, r.bad);
 	EXPECT_EQ(r.queued, records);
 	EXPECT_EQ(0, get_stats(r.dev).async_waits);
@@ -229,10 +238,11 @@ static void *second_canceller(void *arg)
 
 HEAVY_TEST(two_cancels_of_one_wait_complete_it_once)
 {
+	struct round_budget b = round_budget(20000, 1000, 15);
 	struct double_cancel d = { 0 };
 	struct syncmem_completion recs[4];
 	pthread_t t;
-	int rfd, both = 0;
+	int rfd, round, both = 0;
 
 	ASSERT_EQ(0, become_nobody());
 	d.dev = dev_open();
@@ -240,7 +250,7 @@ HEAVY_TEST(two_cancels_of_one_wait_complete_it_once)
 	rfd = anon_region(d.dev, PG);
 	ASSERT_LE(0, rfd);
 	ASSERT_EQ(0, pthread_create(&t, NULL, second_canceller, &d));
-	for (int round = 1; round <= 20000; round++) {
+	for (round = 1; round_budget_more(&b, round - 1); round++) {
 		int first;
 		ssize_t n;
 
@@ -262,7 +272,7 @@ HEAVY_TEST(two_cancels_of_one_wait_complete_it_once)
 	}
 	atomic_store(&d.go, -1);
 	pthread_join(t, NULL);
-	TH_LOG("the racing cancel won %d of 20000 rounds", both);
+	TH_LOG("the racing cancel won %d of %d rounds", both, round - 1);
 	EXPECT_EQ(0, get_stats(d.dev).user_async_waits);
 	close(rfd);
 	close(d.dev);
@@ -541,7 +551,7 @@ static bool kernel_has_kasan(void)
  * count too, so the allowance there is wider, yet still a quarter of what a
  * table of a kilobyte left uncharged per handle would add.
  */
-TEST(handles_and_regions_are_charged_to_the_callers_cgroup)
+HEAVY_TEST(handles_and_regions_are_charged_to_the_callers_cgroup)
 {
 	bool kasan = kernel_has_kasan();
 	int base, handles, regions;

@@ -138,6 +138,32 @@ static inline int64_t now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/*
+ * A race test's round budget: it runs up to `rounds` rounds, but stops
+ * after `seconds` once it has done at least `floor` rounds. A kernel that
+ * runs each round slowly (KASAN and lockdep under emulation take twenty
+ * times as long) then does fewer rounds instead of minutes more, and every
+ * kernel still does at least `floor`.
+ */
+struct round_budget {
+	long rounds, floor;
+	int64_t end_ns;
+};
+
+static inline struct round_budget round_budget(long rounds, long floor, int seconds)
+{
+	return (struct round_budget){ rounds, floor, now_ns() + seconds * 1000000000LL };
+}
+
+/* Whether round number `done` (counted from 0) may start. */
+static inline bool round_budget_more(const struct round_budget *b, long done)
+{
+	if (done >= b->rounds)
+		return false;
+	/* Reading the clock every round would slow the race: every 64th. */
+	return done < b->floor || (done % 64) || now_ns() < b->end_ns;
+}
+
 /* One WAIT_ASYNC of a 4-byte word: its result or -errno. */
 static inline int raw_wait_async(int dev, int rfd, uint64_t off, uint32_t expected,
 				 uint64_t deadline, uint64_t user_data)
