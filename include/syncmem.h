@@ -1339,9 +1339,12 @@ int syncmem_key_build(void *buf, size_t cap, const struct syncmem_key_part *part
 
 /*
  * The header of a table of keyed entries living in shared memory (keyed
- * locks, single-flight). Fixed layout, 128 bytes, followed by the buckets
- * and the entries. Lookups, insertions
- * and removals happen under @lock; nobody waits while holding it.
+ * locks, single-flight). Fixed layout, 128 bytes, followed by a
+ * power-of-two array of bucket words (chain head index + 1, sequence), the
+ * stripe locks, then 192-byte entries (a 128-byte head with the key, then
+ * the key's struct syncmem_lock). The geometry, recomputed from one read of
+ * the entry count, must match the stored fields and fit the region.
+ * Insertions and removals happen under @lock; nobody waits while holding it.
  */
 struct syncmem_keytab {
 	uint32_t magic;		/* SYNCMEM_KEYED_MAGIC or SYNCMEM_FLIGHT_MAGIC */
