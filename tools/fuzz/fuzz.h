@@ -333,6 +333,12 @@ void op_memory(struct thread_ctx *t);	/* mmap, munmap, mprotect, mremap */
 void op_files(struct thread_ctx *t);	/* open, close, dup, eventfds, others */
 void op_async(struct thread_ctx *t);	/* async waits on shared handles */
 void op_uring(struct thread_ctx *t);	/* io_uring commands on region fds */
+/*
+ * A forked child forgets its thread's ring without closing it: the child's
+ * obj_after_fork() closed the ring's fd as a stray, and the number may now
+ * be a region fd of the table, which io_uring_queue_exit() would close.
+ */
+void uring_after_fork(void);
 void op_invalid(struct thread_ctx *t);	/* garbage arguments and commands */
 void op_process(struct thread_ctx *t);	/* fork, fd passing, signals */
 void op_collide(struct thread_ctx *t);	/* two calls at the same instant */

@@ -26,6 +26,11 @@ static struct io_uring *thread_ring(void)
 	return ring_up ? &ring : NULL;
 }
 
+void uring_after_fork(void)
+{
+	ring_up = false;
+}
+
 /* A timeout code: mostly up to ~0.3 s, sometimes none, sometimes anything. */
 static uint32_t pick_timeout(struct rng *r)
 {

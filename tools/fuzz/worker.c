@@ -225,6 +225,7 @@ void child_main(struct thread_ctx *parent, uint64_t seed)
 	 */
 	close_range(PRIVATE_FD_BASE, INFRA_FD_BASE - 1, 0);
 	obj_after_fork();
+	uring_after_fork();
 	collide_after_fork();
 	atomic_store(&nthreads, 0);
 	if (!proc_register())
