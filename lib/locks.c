@@ -2405,7 +2405,7 @@ int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 			  unsigned flags, int64_t timeout_ns, struct syncmem_held **out)
 {
 	bool now_only = (flags & SYNCMEM_LOCKS_IF_AVAILABLE) || !timeout_ns;
-	uint64_t deadline, expect;
+	uint64_t deadline, expect = 0;
 	struct locks_ask a;
 	uint32_t ri, changed = 0;
 	bool died = false;
