@@ -38,6 +38,8 @@ RUNNING_BUILD := /lib/modules/$(shell uname -r)/build
 KDIR ?= $(if $(wildcard $(RUNNING_BUILD)/Makefile),$(RUNNING_BUILD),$(STOCK_HEADERS))
 
 CC := gcc
+# make check's builds use every core even when make itself was run without -j.
+JOBS := $(shell nproc)
 CSTD := -std=c11
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 LIB_WARN := $(WARN) -Wmissing-prototypes
@@ -297,7 +299,7 @@ include install.mk
 # closing "N passed, N failed" line and fails on any failure.
 check:
 	@$(ROOT)/tools/deps
-	@$(MAKE) --no-print-directory all kmod-debug kmod-rt kmod-6.12
+	@$(MAKE) --no-print-directory -j$(JOBS) all kmod-debug kmod-rt kmod-6.12
 	@rm -rf $(BUILD)/check && mkdir -p $(BUILD)/check
 	@status=0; \
 	$(MAKE) --no-print-directory check-static || status=1; \
@@ -359,7 +361,7 @@ check-static: $(LINUX_FILES)/.stamp
 		then echo "ok - checkpatch --strict"; \
 		else cat $(BUILD)/check/checkpatch.log; echo "not ok - checkpatch --strict"; fi; \
 	touch kmod/main.c; \
-	if $(MAKE) --no-print-directory sparse >$(BUILD)/check/sparse.log 2>&1 && \
+	if $(MAKE) --no-print-directory -j$(JOBS) sparse >$(BUILD)/check/sparse.log 2>&1 && \
 		! grep -E "warning:|error:" $(BUILD)/check/sparse.log; \
 		then echo "ok - sparse and W=1 build without warnings"; \
 		else cat $(BUILD)/check/sparse.log; echo "not ok - sparse and W=1 build"; fi; \

@@ -105,6 +105,6 @@ deb:
 	tar -c --exclude=./build --exclude=./.git --exclude='*.o' --exclude='*.ko' \
 		--exclude=./lib/libsyncmem.a --exclude='./lib/libsyncmem.so*' . | \
 		tar -x -C $(DEB_DIR)/syncmem-$(VERSION)
-	cd $(DEB_DIR)/syncmem-$(VERSION) && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
+	cd $(DEB_DIR)/syncmem-$(VERSION) && dpkg-buildpackage -us -uc -b -j$(JOBS) >../build.log 2>&1 || \
 		{ tail -40 $(DEB_DIR)/build.log; exit 1; }
 	@ls $(DEB_DIR)/*.deb
