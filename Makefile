@@ -318,13 +318,16 @@ check:
 	$(ROOT)/tools/tap-summary $(BUILD)/check/*.tap || status=1; \
 	exit $$status
 
+# The host tests run side by side (many of them mostly sleep or wait), each
+# one's output printed in turn;
 # tests/install/man_examples: every man page's EXAMPLE, as generated, builds;
 # tests/install/errors_check: every errno a test expects is in the header.
 check-host: hosttests lib man
 	@mkdir -p $(BUILD)/check
 	@echo "== host tests"
-	@set -o pipefail; { for t in $(HOSTTESTS_ALL); do echo "# $$t"; \
-		$$t || echo "not ok - $$t exited $$?"; \
+	@printf '%s\n' $(HOSTTESTS_ALL) | xargs -P $$(( $(JOBS) * 2 )) -I{} sh -c \
+		'{} >{}.out 2>&1 || echo "not ok - {} exited $$?" >>{}.out'
+	@set -o pipefail; { for t in $(HOSTTESTS_ALL); do echo "# $$t"; cat $$t.out; \
 		done; $(ROOT)/tools/check-symbols lib/$(SONAME) include/syncmem.h; \
 		echo "# tests/install/man_examples"; \
 		$(ROOT)/tests/install/man_examples $(BUILD)/man include lib/$(SONAME) || \
