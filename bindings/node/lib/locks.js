@@ -43,6 +43,23 @@ function encodeName(name) {
   return b;
 }
 
+// The bytes of the names requested lately (the native calls only read
+// them): a program takes the same few names again and again, and making a
+// Buffer each time cost a tenth of a request, its garbage more.
+const NAME_CACHE_MAX = 256;
+const nameCache = new Map();
+
+function nameBytes(name) {
+  let b = nameCache.get(name);
+  if (b === undefined) {
+    if (nameCache.size >= NAME_CACHE_MAX)
+      nameCache.clear();
+    b = encodeName(name);
+    nameCache.set(name, b);
+  }
+  return b;
+}
+
 function decodeName(bytes) {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   return (b.length > 0 && b[0] === 0 ? b.subarray(1) : b).toString('utf8');
@@ -70,11 +87,99 @@ function scopeRegionName(scope) {
   return scope === undefined ? `syncmem.locks.${uid}` : `syncmem.locks.${uid}.${scope}`;
 }
 
+/*
+ * The locks a manager holds in this process, to tell their holders of a
+ * steal: a list linked through its entries (a Set that grows and shrinks
+ * by one at every request made a new table each time).
+ */
+class Holder {
+  constructor(name, reject) {
+    this.name = name;
+    this.reject = reject;
+    this.prev = null;
+    this.next = null;
+  }
+}
+
+class Holders {
+  head = null;
+
+  add(h) {
+    h.next = this.head;
+    if (this.head !== null)
+      this.head.prev = h;
+    this.head = h;
+  }
+
+  delete(h) {
+    if (h.prev !== null)
+      h.prev.next = h.next;
+    else if (this.head === h)
+      this.head = h.next;
+    if (h.next !== null)
+      h.next.prev = h.prev;
+    h.prev = h.next = null;
+  }
+}
+
+// Holders in this process learn of a steal at once (others when they release).
+function stolenHere(holders, name) {
+  for (let h = holders.head; h !== null; h = h.next) {
+    if (h.name === name)
+      h.reject(domException('AbortError', 'The lock was stolen.'));
+  }
+}
+
+/*
+ * Run @callback with @lock held (@held: its native handle; undefined for
+ * none), release when its result settles, and settle the request with it.
+ * A result that cannot be a thenable has settled already: the lock is
+ * released at once, without a promise and a reaction of its own.
+ */
+function settle(holders, name, callback, lock, held, resolve, reject) {
+  let entry = null;
+  if (held !== undefined) {
+    entry = new Holder(name, reject);
+    holders.add(entry);
+  }
+  let result;
+  try {
+    result = callback(lock);
+  } catch (e) {
+    release(holders, entry, held);
+    reject(e);
+    return;
+  }
+  if (result === null || (typeof result !== 'object' && typeof result !== 'function')) {
+    finish(holders, entry, held, result, resolve, reject);
+    return;
+  }
+  Promise.resolve(result).then((v) => finish(holders, entry, held, v, resolve, reject), (e) => {
+    release(holders, entry, held);
+    reject(e);
+  });
+}
+
+// Release @held (if any): 0, or ECONNABORTED when it had been stolen.
+function release(holders, entry, held) {
+  if (held === undefined)
+    return 0;
+  holders.delete(entry);
+  return native.locksRelease(held);
+}
+
+function finish(holders, entry, held, v, resolve, reject) {
+  if (release(holders, entry, held) === ECONNABORTED)
+    reject(domException('AbortError', 'The lock was stolen.'));
+  else
+    resolve(v);
+}
+
 class LockManager {
   #scope;
   #manager = null;	// native manager handle, made on first use
   #region = null;
-  #holders = new Map();	// name -> this process's holders of it, to tell of steals
+  #holders = new Holders();
 
   /*
    * new LockManager(): the scope every process of this user shares.
@@ -186,7 +291,7 @@ class LockManager {
     if (steal)
       flags |= STEAL;
     const m = this.#open();
-    const bytes = encodeName(name);
+    const bytes = nameBytes(name);
     const holders = this.#holders;
 
     // A request that needs no wait is settled without the event loop: its
@@ -194,15 +299,15 @@ class LockManager {
     const now = native.locksTry(m, bytes, flags);
     if (typeof now !== 'number' || (now === EBUSY && ifAvailable)) {
       if (steal)
-        stolenHere();
+        stolenHere(holders, name);
       // (Not queueMicrotask: Node wraps each of its callbacks in an
       // AsyncResource, which cost more than the rest of the request.)
       return new Promise((resolve, reject) => {
         resolved.then(() => {
           if (typeof now === 'number')
-            settle(null, undefined, resolve, reject);
+            settle(holders, name, callback, null, undefined, resolve, reject);
           else
-            settle(new Lock(kToken, name, mode), now, resolve, reject);
+            settle(holders, name, callback, new Lock(kToken, name, mode), now, resolve, reject);
         });
       });
     }
@@ -217,7 +322,7 @@ class LockManager {
           return;
         }
         if (err === EBUSY && ifAvailable) {
-          settle(null, undefined, resolve, reject);
+          settle(holders, name, callback, null, undefined, resolve, reject);
           return;
         }
         if (err < 0 && err !== EOWNERDEAD) {
@@ -225,60 +330,14 @@ class LockManager {
           return;
         }
         if (steal)
-          stolenHere();
-        settle(new Lock(kToken, name, mode), held, resolve, reject);
+          stolenHere(holders, name);
+        settle(holders, name, callback, new Lock(kToken, name, mode), held, resolve, reject);
       });
       if (signal) {
         onAbort = () => native.locksAbort(req);
         signal.addEventListener('abort', onAbort, { once: true });
       }
     });
-
-    // Holders in this process learn of a steal at once (others when they release).
-    function stolenHere() {
-      for (const h of holders.get(name) ?? [])
-        h.stolen();
-    }
-
-    // Run the callback with @lock held; release when its result settles.
-    function settle(lock, held, resolve, reject) {
-      let entry = null;
-      if (held !== undefined) {
-        entry = {
-          stolen: () => reject(domException('AbortError', 'The lock was stolen.')),
-        };
-        let set = holders.get(name);
-        if (!set)
-          holders.set(name, (set = new Set()));
-        set.add(entry);
-      }
-      const release = () => {
-        if (held === undefined)
-          return 0;
-        const set = holders.get(name);
-        set.delete(entry);
-        if (set.size === 0)
-          holders.delete(name);
-        return native.locksRelease(held);
-      };
-      let result;
-      try {
-        result = Promise.resolve(callback(lock));
-      } catch (e) {
-        release();
-        reject(e);
-        return;
-      }
-      result.then((v) => {
-        if (release() === ECONNABORTED)
-          reject(domException('AbortError', 'The lock was stolen.'));
-        else
-          resolve(v);
-      }, (e) => {
-        release();
-        reject(e);
-      });
-    }
   }
 
   /* query(): a promise of { held, pending }, each [{ name, mode, clientId }]. */

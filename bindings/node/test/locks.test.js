@@ -42,6 +42,12 @@ test('locks: request resolves with what the callback returns, after it ran with 
   assert.strictEqual(await locks.request('r', { mode: 'shared' }, async (l) => l.mode), 'shared');
   await assert.rejects(locks.request('r', () => { throw new SyntaxError('x'); }), SyntaxError);
   await assert.rejects(locks.request('r', async () => { throw new RangeError('y'); }), RangeError);
+  // A thenable that is no promise is awaited as one, with the lock held.
+  let held = null;
+  assert.strictEqual(await locks.request('r', () => ({
+    then(resolve) { setTimeout(() => locks.query().then((q) => { held = q.held.length; resolve(7); }), 1); },
+  })), 7);
+  assert.strictEqual(held, 1);
   // The lock was released each time: it can be had again at once.
   assert.strictEqual(await locks.request('r', { ifAvailable: true }, (l) => l !== null), true);
 });
@@ -190,14 +196,22 @@ test('locks: steal takes the lock from a holder in another process and from one 
   assert.deepStrictEqual(await a.next(), ['rejected', 'AbortError']);
   await a.done();
   assert.strictEqual(await waiting, 'queued');
-  // Here: the holder's promise rejects at once.
-  let release;
-  const mine = locks.request('st', () => new Promise((r) => { release = r; }));
-  await until(() => release, 'the grant');
+  // Here: the holder's promise rejects at once; holders of other names here
+  // (taken before and after it) keep theirs.
+  const releases = {};
+  const hold = (name) => locks.request(name, () => new Promise((r) => { releases[name] = r; }));
+  const before = hold('st-before');
+  const mine = hold('st');
+  const after = hold('st-after');
+  await until(() => releases['st-before'] && releases.st && releases['st-after'], 'the grants');
   const stolen = assert.rejects(mine, { name: 'AbortError' });
   await locks.request('st', { steal: true }, () => {});
   await stolen;
-  release();
+  releases.st();
+  releases['st-after']('a');
+  releases['st-before']('b');
+  assert.deepStrictEqual(await Promise.all([before, after]), ['b', 'a']);
+  assert.deepStrictEqual((await locks.query()).held, []);
 });
 
 test('locks: a holder killed with SIGKILL releases the lock; its queued requests vanish', async () => {
