@@ -2401,32 +2401,21 @@ void syncmem__locks_drop(struct syncmem_locks *m, uint32_t ri)
 	req_put(m, ri, syncmem__process_owner_cached());
 }
 
-int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
-			  unsigned flags, int64_t timeout_ns, struct syncmem_held **out)
+/* The slow part of syncmem_locks_request(): queue, wait, give up. */
+static __attribute__((noinline)) int request_wait(struct syncmem_locks *m, struct locks_ask *a,
+						  int64_t timeout_ns, struct syncmem_held **out)
 {
-	bool now_only = (flags & SYNCMEM_LOCKS_IF_AVAILABLE) || !timeout_ns;
+	bool now_only = (a->flags & SYNCMEM_LOCKS_IF_AVAILABLE) || !timeout_ns;
 	uint64_t deadline, expect = 0;
-	struct locks_ask a;
 	uint32_t ri, changed = 0;
 	bool died = false;
 	int64_t me;
 	int ret;
 
-	if (!out)
-		return -EINVAL;
-	*out = NULL;
-	ret = syncmem__locks_check(m, name, len, flags, &a);
-	if (ret)
-		return ret;
-	if (!(flags & SYNCMEM_LOCKS_STEAL)) {
-		ret = locks_fast(m, &a, out);
-		if (__builtin_expect(ret != 0, 1))
-			return ret > 0 ? 0 : ret;
-	}
 	/* Only now: the fast path never waits, and mostly needs no clock. */
 	deadline = syncmem__deadline(timeout_ns);
-	ret = syncmem__locks_begin(m, &a, now_only, &ri, out, &died);
-	if (ret == -EBUSY && !(flags & SYNCMEM_LOCKS_IF_AVAILABLE))
+	ret = syncmem__locks_begin(m, a, now_only, &ri, out, &died);
+	if (ret == -EBUSY && !(a->flags & SYNCMEM_LOCKS_IF_AVAILABLE))
 		return -ETIMEDOUT;
 	if (ret)
 		return ret < 0 ? ret : died ? -EOWNERDEAD : 0;
@@ -2461,6 +2450,26 @@ int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
 	if (ret == 1)
 		return died ? -EOWNERDEAD : 0;
 	return ret;
+}
+
+int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
+			  unsigned flags, int64_t timeout_ns, struct syncmem_held **out)
+{
+	struct locks_ask a;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	ret = syncmem__locks_check(m, name, len, flags, &a);
+	if (ret)
+		return ret;
+	if (!(flags & SYNCMEM_LOCKS_STEAL)) {
+		ret = locks_fast(m, &a, out);
+		if (__builtin_expect(ret != 0, 1))
+			return ret > 0 ? 0 : ret;
+	}
+	return request_wait(m, &a, timeout_ns, out);
 }
 
 /* ---- Release ------------------------------------------------------------- */
