@@ -439,6 +439,7 @@ int syncmem_locks_attach(struct syncmem_region *r, void *at, struct syncmem_lock
  */
 struct tc_name {
 	uint64_t w0;		/* the name's first bytes, zero-padded (name_w0()) */
+	struct locks_cell *c;	/* &cells[@cell] */
 	uint32_t len;		/* 0: empty */
 	uint32_t cell;		/* cell index, < max_names */
 	uint32_t gen;
@@ -1930,14 +1931,14 @@ static inline uint64_t name_key(const struct locks_ask *a)
  * needs no hash and no lookup: the cell and gen it recorded are checked
  * against the cell (a rename changes the gen) by the caller.
  */
-static inline struct tc_name *tc_name_find(struct syncmem_locks *m, struct locks_tc *tc,
-					   const struct locks_ask *a, uint64_t key)
+static inline struct tc_name *tc_name_find(struct locks_tc *tc, const struct locks_ask *a,
+					   uint64_t key)
 {
 	for (int i = 0; i < TC_NAMES; i++) {
 		struct tc_name *nm = &tc->names[i];
 
 		if (nm->len == a->len && nm->w0 == key &&
-		    (a->len <= 8 || name_bytes_from(&m->cells[nm->cell], a, 8)))
+		    (a->len <= 8 || name_bytes_from(nm->c, a, 8)))
 			return nm;
 	}
 	return NULL;
@@ -1973,19 +1974,19 @@ static inline __attribute__((always_inline)) int locks_fast(struct syncmem_locks
 		return 0;
 	tc = tc_of(m, me);
 	key = name_key(a);
-	nm = tc_name_find(m, tc, a, key);
+	nm = tc_name_find(tc, a, key);
 	/* A cell renamed since (its gen moved) is looked up again. */
-	if (__builtin_expect(!nm || LD(&m->cells[nm->cell].gen) != nm->gen, 0)) {
+	if (__builtin_expect(!nm || LD(&nm->c->gen) != nm->gen, 0)) {
 		ask_hash(m, a);
 		c = lookup(m, a, &g);
 		if (!c)
 			return 0;
 		if (!nm)
 			nm = &tc->names[tc->victim++ % TC_NAMES];
-		*nm = (struct tc_name){ .w0 = key, .len = a->len, .cell = cell_index(m, c),
-					.gen = g, .slot = LOCKS_NO_SLOT };
+		*nm = (struct tc_name){ .w0 = key, .c = c, .len = a->len,
+					.cell = cell_index(m, c), .gen = g, .slot = LOCKS_NO_SLOT };
 	}
-	c = &m->cells[nm->cell];
+	c = nm->c;
 	g = nm->gen;
 	if (__builtin_expect(LD(&c->closed), 0))
 		return 0;
