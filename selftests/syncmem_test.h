@@ -34,6 +34,18 @@
 #define SYNCMEM_DEV "/dev/syncmem"
 #define PARAM_DIR "/sys/module/syncmem/parameters/"
 
+/*
+ * Whether the guest runs the debug kernel (KASAN, lockdep, kmemleak), where
+ * the tests that build huge numbers of objects use fewer: every other kernel
+ * of the matrix checks the full count.
+ */
+static inline bool on_debug_kernel(void)
+{
+	const char *k = getenv("SYNCMEM_KERNEL");
+
+	return k && !strcmp(k, "debug");
+}
+
 static inline int dev_open(void)
 {
 	return open(SYNCMEM_DEV, O_RDWR | O_CLOEXEC);
