@@ -88,6 +88,9 @@ async function contended(kind, n, scope, dir) {
   const last = new Int32Array(region.buffer);
   const c = fork(__filename, [kind === 'file' ? '--file' : '--locks', String(n), scope, dir],
     { stdio: ['inherit', 'inherit', 'inherit', 'ipc', region.fd] });
+  // Listened for from the start: a child that exits before a late once('exit')
+  // leaves nothing to keep this process alive, and it ends without a word.
+  const exited = new Promise((r) => c.once('exit', r));
   await new Promise((r) => c.once('message', r));
   const done = new Promise((r) => c.once('message', r));
   let handoffs = 0;
@@ -99,7 +102,7 @@ async function contended(kind, n, scope, dir) {
       handoffs += await loopLocks(new syncmem.LockManager(scope), n, last, 1);
     handoffs += await done;
   });
-  await new Promise((r) => c.once('exit', r));
+  await exited;
   region.close();
   return [us / (2 * n), us / Math.max(handoffs, 1), handoffs];
 }

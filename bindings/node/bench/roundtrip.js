@@ -76,11 +76,15 @@ async function child() {
   process.disconnect();
 }
 
+// The child, and a promise of its exit, listened for from the start: a
+// child that exits before a late once('exit') leaves nothing to keep this
+// process alive, and it ends without a word.
 function spawnChild(kind, n, region) {
   const stdio = ['inherit', 'inherit', 'inherit', 'ipc'];
   if (region)
     stdio.push(region.fd);
-  return fork(__filename, [kind, String(n)], { stdio });
+  const c = fork(__filename, [kind, String(n)], { stdio });
+  return [c, once(c, 'exit')];
 }
 
 function once(emitter, ev) {
@@ -89,7 +93,7 @@ function once(emitter, ev) {
 
 async function measure(kind, n) {
   if (kind === 'send') {
-    const c = spawnChild('--send', n);
+    const [c, exited] = spawnChild('--send', n);
     const t0 = process.hrtime.bigint();
     await new Promise((resolve) => {
       let k = 0;
@@ -97,12 +101,12 @@ async function measure(kind, n) {
       c.send(0);
     });
     const t = process.hrtime.bigint() - t0;
-    await once(c, 'exit');
+    await exited;
     return Number(t) / n / 1000;
   }
   const region = syncmem.anonymous(4096);
   const i32 = new Int32Array(region.buffer);
-  const c = spawnChild(kind === 'waitAsync' ? '--async' : '--sync', n, region);
+  const [c, exited] = spawnChild(kind === 'waitAsync' ? '--async' : '--sync', n, region);
   await once(c, 'message');
   const keep = setInterval(() => {}, 1 << 30);	// a pending waitAsync keeps nothing alive
   const t0 = process.hrtime.bigint();
@@ -112,7 +116,7 @@ async function measure(kind, n) {
     pingSync(i32, n);
   const t = process.hrtime.bigint() - t0;
   clearInterval(keep);
-  await once(c, 'exit');
+  await exited;
   region.close();
   return Number(t) / n / 1000;
 }
