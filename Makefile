@@ -247,7 +247,7 @@ $(BUILD)/tools/repro/%: tools/fuzz/repro/%.c include/uapi/linux/syncmem.h
 # Benchmarks print syncmem's figure next to its baseline's, as a ratio. The
 # kernel ones run in the VM; the pool needs no kernel and runs on the host's
 # real CPU, with instruction counts from callgrind.
-BENCHES := wake_pingpong notify_all async_pingpong lock_bench rwlock_bench keyed_bench locks_bench
+BENCHES := wake_pingpong notify_all async_pingpong lock_bench rwlock_bench keyed_bench locks_bench uring_pingpong
 # The Node.js package's benchmarks run in the same boot (bindings/node/bench).
 NODE_BENCHES := roundtrip locks overhead
 bench: all node $(BUILD)/bench/pool_bench $(BUILD)/bench/lock_instructions
