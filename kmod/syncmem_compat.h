@@ -167,6 +167,12 @@ static inline bool syncmem_thread_group_exited(struct pid *pid)
  * header, <linux/io_uring/cmd.h>, in 6.6; commands can be marked
  * cancelable, and are then ended by IO_URING_F_CANCEL, from 6.7. Debian's
  * 6.1 has the later io_uring_cmd_done() and task-work signatures.
+ *
+ * Before cancelable commands, io_uring_cmd_done() posts the CQE itself,
+ * from any task (ublk ends commands so), and wakes the ring's waiters:
+ * SYNCMEM_URING_DONE_ANYWHERE. From 6.7 the waker must leave that to the
+ * submitter's task work, which takes a marked command off io_uring's
+ * cancelable list under the ring's lock.
  */
 #ifdef CONFIG_IO_URING
 #ifdef SYNCMEM_HAVE_IO_URING_CMD_H
@@ -178,6 +184,7 @@ static inline bool syncmem_thread_group_exited(struct pid *pid)
 
 #ifdef SYNCMEM_HAVE_URING_CANCELABLE
 #define SYNCMEM_URING_F_CANCEL	IO_URING_F_CANCEL
+#define SYNCMEM_URING_DONE_ANYWHERE	false
 static inline void syncmem_uring_mark_cancelable(struct io_uring_cmd *cmd,
 						 unsigned int issue_flags)
 {
@@ -185,6 +192,7 @@ static inline void syncmem_uring_mark_cancelable(struct io_uring_cmd *cmd,
 }
 #else
 #define SYNCMEM_URING_F_CANCEL	0
+#define SYNCMEM_URING_DONE_ANYWHERE	true
 static inline void syncmem_uring_mark_cancelable(struct io_uring_cmd *cmd,
 						 unsigned int issue_flags)
 {

@@ -9,8 +9,10 @@
  * the waiter completes it: a wake-up or hand-off (after the bucket lock is
  * dropped), its deadline (an hrtimer, whose expiries a work item claims in
  * process context), CANCEL, or the ring's or submitter's end. Only the
- * claimer completes, through io_uring_cmd_complete_in_task(), whose task
- * work posts the CQE with io_uring_cmd_done(): exactly one CQE a command.
+ * claimer completes: exactly one CQE a command. Where io_uring_cmd_done()
+ * may be called from any task (before 6.7), the claimer posts the CQE
+ * itself, so the ring's waiter is woken once, as a blocked waiter is;
+ * else through io_uring_cmd_complete_in_task(), whose task work posts it.
  *
  * Ends nobody takes up: a ring being torn down, or a submitter exiting or
  * exec'ing, waits in io_uring for its parked commands. From 6.7 a command
@@ -130,8 +132,8 @@ static void syncmem_uring_done(struct io_uring_cmd *cmd, unsigned int issue_flag
 
 /*
  * @u has been claimed (it is out of its queue) with @result: stop its
- * timer and have its CQE posted by the submitter's task, or at once in
- * io_uring's cancel call (@now, with its @issue_flags).
+ * timer and post its CQE, at once in io_uring's cancel call (@now, with
+ * its @issue_flags) or where any task may, else by the submitter's task.
  */
 static void syncmem_uring_complete(struct syncmem_uring *u, int result, bool now,
 				   unsigned int issue_flags)
@@ -142,8 +144,8 @@ static void syncmem_uring_complete(struct syncmem_uring *u, int result, bool now
 	syncmem_uring_unlist(u);
 	u->result = result;
 	u->res2 = result == SYNCMEM_WAIT_HANDED_OFF ? u->w.handoff_value : 0;
-	if (now) {
-		io_uring_cmd_done(u->cmd, result, u->res2, issue_flags);
+	if (now || SYNCMEM_URING_DONE_ANYWHERE) {
+		io_uring_cmd_done(u->cmd, result, u->res2, now ? issue_flags : IO_URING_F_UNLOCKED);
 		syncmem_uring_put(u);
 		return;
 	}
@@ -318,8 +320,8 @@ static int syncmem_uring_wait(struct syncmem_region *r, bool observer,
 	}
 	/*
 	 * Only now: a command marked cancelable must complete through
-	 * io_uring_cmd_done(). Its completion runs as task work of this task,
-	 * so it cannot come before.
+	 * io_uring_cmd_done(). Where it is marked (6.7+), its completion runs
+	 * as task work of this task, so it cannot come before.
 	 */
 	syncmem_uring_mark_cancelable(cmd, issue_flags);
 	return -EIOCBQUEUED;
