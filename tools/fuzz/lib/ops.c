@@ -472,6 +472,92 @@ static void wl_release(struct worker *w, unsigned int n)
 	held.wl_stealer[n] = false;
 }
 
+static void wl_granted(struct worker *w, unsigned int n, struct syncmem_held *h,
+		       unsigned int flags);
+
+/* The worker's event loop for async requests (kernel runs only), made on first use. */
+static struct syncmem_loop *wl_loop;
+
+/*
+ * What the worker's one async request's callback reported, and how many
+ * times it ran (static: a request the scribbler left pending may still
+ * complete later).
+ */
+static struct wl_outcome {
+	int calls;
+	int result;
+	struct syncmem_held *h;
+} wl_out;
+static bool wl_stuck;	/* a scribbled manager left a request pending */
+
+static void wl_async_cb(void *arg, int result, struct syncmem_held *h)
+{
+	struct wl_outcome *o = arg;
+
+	o->calls++;
+	o->result = result;
+	o->h = h;
+}
+
+/* Run the loop until the request's callback ran, or until @until (if not 0). */
+static void wl_run(uint64_t until)
+{
+	while (!wl_out.calls && (!until || now_ns() < until))
+		if (syncmem_loop_run_once(wl_loop, until ? 1000000 : -1) < 0)
+			break;
+}
+
+/*
+ * An async request of name @n: the loop runs for up to 2 ms, then the
+ * request is aborted if it is still pending (so that no two workers wait
+ * for each other's names for ever) and the loop runs until its callback
+ * has run, exactly once. An abort that succeeds must end it with
+ * -ECANCELED; one after the grant (-ENOENT) changes nothing.
+ */
+static void wl_async(struct worker *w, struct syncmem_locks *m, unsigned int n,
+		     const char *name, size_t len, unsigned int flags)
+{
+	uint64_t id = 0;
+	int ret, aborted = 1;
+
+	if (wl_stuck || (!wl_loop && syncmem_loop_new(&wl_loop)))
+		return;
+	memset(&wl_out, 0, sizeof(wl_out));
+	doing(w, "syncmem_locks_request_async");
+	ret = syncmem_locks_request_async(wl_loop, m, name, len, flags, wl_async_cb, &wl_out,
+					  &id);
+	judge(w, "syncmem_locks_request_async", ret, true, 1, 0L);
+	if (ret)
+		return;
+	doing(w, "syncmem_loop_run_once (a Web Locks request)");
+	wl_run(now_ns() + 2000000);
+	if (!wl_out.calls) {
+		doing(w, "syncmem_locks_abort");
+		aborted = syncmem_locks_abort(wl_loop, id);
+		judge(w, "syncmem_locks_abort", aborted, false, 2, 0L, (long)-ENOENT);
+	}
+	/* Unscribbled, it must end; scribbled, it may never: give it a second. */
+	doing(w, "syncmem_loop_run_once (a Web Locks request ending)");
+	wl_run(w->scribbled ? now_ns() + 1000000000 : 0);
+	if (!wl_out.calls) {
+		if (!w->scribbled)
+			finding("syncmem_locks_request_async: no callback after the abort (worker %d seed %#llx)",
+				w->index, (unsigned long long)w->seed);
+		wl_stuck = true;
+		return;
+	}
+	if (wl_out.calls != 1 && !w->scribbled)
+		finding("syncmem_locks_request_async: its callback ran %d times (worker %d seed %#llx)",
+			wl_out.calls, w->index, (unsigned long long)w->seed);
+	if (!aborted && wl_out.result != -ECANCELED && !w->scribbled)
+		finding("syncmem_locks_abort returned 0 and the callback got %d (worker %d seed %#llx)",
+			wl_out.result, w->index, (unsigned long long)w->seed);
+	judge(w, "syncmem_locks_request_async's callback", wl_out.result, false, 5, 0L,
+	      (long)-EOWNERDEAD, (long)-EBUSY, (long)-ENOSPC, (long)-ECANCELED);
+	if ((wl_out.result == 0 || wl_out.result == -EOWNERDEAD) && wl_out.h)
+		wl_granted(w, n, wl_out.h, flags);
+}
+
 static void weblocks_op(struct worker *w)
 {
 	static const unsigned int modes[] = {
@@ -536,12 +622,24 @@ static void weblocks_op(struct worker *w)
 	/* Steals break the holder counts: only where just safety is judged. */
 	if (w->scribbled && !rng_below(&w->rng, 4))
 		flags = SYNCMEM_LOCKS_STEAL;
+	/* On a kernel, one request in four goes through an event loop. */
+	if (!no_kernel(w) && !rng_below(&w->rng, 4)) {
+		wl_async(w, m, n, name, len, flags);
+		return;
+	}
 	doing(w, "syncmem_locks_request");
 	ret = syncmem_locks_request(m, name, len, flags, TIMEOUT_NS, &h);
 	judge(w, "syncmem_locks_request", ret, true, 4, 0L, (long)-ETIMEDOUT, (long)-EBUSY,
 	      (long)-ENOSPC);
 	if (ret && ret != -EOWNERDEAD)
 		return;
+	wl_granted(w, n, h, flags);
+}
+
+/* Note name @n granted to this worker as @flags asked, through @h. */
+static void wl_granted(struct worker *w, unsigned int n, struct syncmem_held *h,
+		       unsigned int flags)
+{
 	held.wl[n] = h;
 	held.wl_shared[n] = flags & SYNCMEM_LOCKS_SHARED;
 	held.wl_stealer[n] = flags & SYNCMEM_LOCKS_STEAL;
