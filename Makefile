@@ -193,27 +193,20 @@ HOST_DEPS := $(LIB_SRCS) $(LIB_HDRS) $(wildcard selftests/*.h tests/host/*.h) $(
 $(BUILD)/host/%: tests/host/%.c lib/libsyncmem.a $(HOST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Iselftests -Ilib -o $@ $< lib/libsyncmem.a -pthread -luring
-# The library is compiled once per sanitizer into an archive the tests link.
-$(BUILD)/host-asan/lib/%.o: lib/%.c $(LIB_HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -c -o $@ $<
-$(BUILD)/host-tsan/lib/%.o: lib/%.c $(LIB_HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -c -o $@ $<
-HOST_ASAN_OBJS := $(patsubst lib/%.c,$(BUILD)/host-asan/lib/%.o,$(LIB_SRCS))
-HOST_TSAN_OBJS := $(patsubst lib/%.c,$(BUILD)/host-tsan/lib/%.o,$(LIB_SRCS))
-$(BUILD)/host-asan/libsyncmem.a: $(HOST_ASAN_OBJS)
-	rm -f $@ && $(AR) rcs $@ $^
-$(BUILD)/host-tsan/libsyncmem.a: $(HOST_TSAN_OBJS)
-	rm -f $@ && $(AR) rcs $@ $^
-$(BUILD)/host-asan/%: tests/host/%.c $(BUILD)/host-asan/libsyncmem.a $(HOST_DEPS)
-	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) $(SAN_ASAN) -Iselftests -Ilib -o $@ $< $(BUILD)/host-asan/libsyncmem.a \
-		-pthread -luring
-$(BUILD)/host-tsan/%: tests/host/%.c $(BUILD)/host-tsan/libsyncmem.a $(HOST_DEPS)
-	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) $(SAN_TSAN) -Iselftests -Ilib -o $@ $< $(BUILD)/host-tsan/libsyncmem.a \
-		-pthread -luring
+# The library is compiled once per sanitizer into an archive the tests link:
+# $(call host_san,DIR,FLAGS) gives build/DIR its objects, archive and tests.
+define host_san
+$(BUILD)/$(1)/lib/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $$(@D)
+	$(CC) $(PROG_CFLAGS) $(2) -c -o $$@ $$<
+$(BUILD)/$(1)/libsyncmem.a: $(patsubst lib/%.c,$(BUILD)/$(1)/lib/%.o,$(LIB_SRCS))
+	rm -f $$@ && $(AR) rcs $$@ $$^
+$(BUILD)/$(1)/%: tests/host/%.c $(BUILD)/$(1)/libsyncmem.a $(HOST_DEPS)
+	@mkdir -p $$(@D)
+	$(CC) $(PROG_CFLAGS) $(2) -Iselftests -Ilib -o $$@ $$< $(BUILD)/$(1)/libsyncmem.a -pthread -luring
+endef
+$(eval $(call host_san,host-asan,$(SAN_ASAN)))
+$(eval $(call host_san,host-tsan,$(SAN_TSAN)))
 
 tools: $(TOOLS) $(BUILD)/tools/fuzz $(BUILD)/tools/libfuzz $(REPROS)
 $(BUILD)/tools/%: tools/*/%.c lib/libsyncmem.a $(wildcard tools/bench/*.h selftests/*.h)
