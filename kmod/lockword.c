@@ -164,8 +164,9 @@ void syncmem_owner_words_scan(void)
 
 /*
  * Under the lock, before anything is claimed: the holder releases the word.
- * Hand it to the oldest owner waiter, or free it and wake the oldest waiter,
- * or free it for good when nobody waits.
+ * Hand it to the oldest owner waiter (with SYNCMEM_UNLOCK_HANDOFF, or if it
+ * is only ever handed its word), or free it and wake the oldest waiter, or
+ * free it for good when nobody waits.
  */
 static long syncmem_unlock_decide(struct syncmem_region *r,
 				  struct syncmem_queue *q,
@@ -184,7 +185,7 @@ static long syncmem_unlock_decide(struct syncmem_region *r,
 	if (!w) {
 		nv = 0;
 		ret = SYNCMEM_UNLOCK_FREED;
-	} else if ((arg->flags & SYNCMEM_UNLOCK_HANDOFF) && w->owner) {
+	} else if (w->owner && ((arg->flags & SYNCMEM_UNLOCK_HANDOFF) || w->ops->handed_only)) {
 		nv = w->owner | syncmem_owner_waiters_bit(r, q, w, op->wk);
 		ret = SYNCMEM_UNLOCK_HANDED;
 		op->state = SYNCMEM_W_HANDED_OFF;

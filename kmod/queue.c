@@ -379,9 +379,24 @@ struct syncmem_waiter *syncmem_decide_first(struct syncmem_region *r,
 }
 
 /*
+ * Under b->lock: may a wake-up to look again (SYNCMEM_W_WOKEN) claim @w?
+ * Not an owner waiter that can only be handed its word, unless the word is
+ * unrecoverable: nobody will ever be handed it.
+ */
+static bool syncmem_waiter_wakeable(struct syncmem_region *r, struct syncmem_queue *q,
+				    const struct syncmem_waiter *w)
+{
+	syncmem_assert_queue_locked(r, q);
+	return !w->owner || !w->ops->handed_only ||
+	       (syncmem_word_read(r, q->offset, 8) & SYNCMEM_OWNER_ID) ==
+	       SYNCMEM_OWNER_NOTRECOVERABLE;
+}
+
+/*
  * Under b->lock: claim with @state up to *@want (NULL: all) of the waiters
  * of @list of @q that arrived by @limit, taking out the gone ones on the
- * way. True if this batch had to stop before the end.
+ * way, and passing over the ones a wake-up may not claim (@op->settle).
+ * True if this batch had to stop before the end.
  */
 static bool syncmem_wake_list(struct syncmem_region *r, struct syncmem_queue *q,
 			      struct list_head *list, struct syncmem_wake_op *op,
@@ -405,6 +420,10 @@ static bool syncmem_wake_list(struct syncmem_region *r, struct syncmem_queue *q,
 			continue;
 		case SYNCMEM_LIVE:
 			break;
+		}
+		if (state == SYNCMEM_W_WOKEN && !syncmem_waiter_wakeable(r, q, w)) {
+			op->settle = true;
+			continue;
 		}
 		if (want) {
 			syncmem_note_handoff(op, w);

@@ -62,6 +62,9 @@ enum syncmem_gone {
  * @gone:	Under the bucket lock: will @w never take up what it is given
  *		(@owner_dead: it waits as an owner id that died)?
  * @describe:	Under the bucket lock: who waits, and until when.
+ * @handed_only: Its owner waiters cannot look at their word again: they
+ *		are handed it (UNLOCK, a free or dead holder's word), never
+ *		woken, unless the word is unrecoverable.
  */
 struct syncmem_waiter_ops {
 	void (*wake)(struct syncmem_waiter *w, int state, struct syncmem_wake *wk);
@@ -69,6 +72,7 @@ struct syncmem_waiter_ops {
 	enum syncmem_gone (*gone)(const struct syncmem_waiter *w, bool owner_dead);
 	void (*describe)(const struct syncmem_waiter *w, struct pid_namespace *ns,
 			 struct syncmem_waiter_entry *e);
+	bool handed_only;
 };
 
 /*

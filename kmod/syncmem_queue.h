@@ -83,6 +83,13 @@ struct syncmem_wake_op {
 	 * waiters than one hold takes out: it runs again in the next hold.
 	 */
 	bool again;
+	/*
+	 * Set by a batch that passed over waiters only handed their word
+	 * (->handed_only): the caller settles the word once the lock is
+	 * dropped (syncmem_owner_word_settle()), so that they get it if it
+	 * is free or its holder dead.
+	 */
+	bool settle;
 	struct syncmem_wake *wk;	/* of the hold @decide runs in */
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * syncmem ring waits: WAIT32/WAIT64 as io_uring commands on a region fd,
- * completed as a CQE in the submitter's own ring, and CANCEL for them.
+ * syncmem ring waits: WAIT32/WAIT64 and LOCK as io_uring commands on a
+ * region fd, completed as a CQE in the submitter's own ring, and CANCEL
+ * for them.
  *
  * A command's waiter joins the word's FIFO queue beside blocked and async
  * waiters (it is a third kind of waiter: struct syncmem_waiter_ops), and
@@ -21,6 +22,12 @@
  * and cancels those whose ring or submitter ends. Wakers pass such waiters
  * over meanwhile, so a hand-off goes to a live waiter. A parked command
  * pins its region file, as every io_uring request pins its file.
+ *
+ * LOCK takes an owner word for the submitting process: at once if it is
+ * free, else as an owner waiter that is only ever handed the word
+ * (->handed_only: UNLOCK hands it over, a dead holder's word passes to it,
+ * and a wake-up passes it over), so that its CQE means held. The one
+ * wake-up it gets is the word's becoming unrecoverable.
  *
  * Each command is charged to the submitting user as an async wait
  * (max_user_async_waits), and one of its IPC namespace.
@@ -60,6 +67,7 @@ struct syncmem_uring {
 	int result;			/* once claimed: the CQE's res */
 	u64 res2;			/* and its big_cqe[0] */
 	bool pending;			/* in the table; under its lock */
+	bool lock;			/* a LOCK: w.owner is the process's id */
 	u32 check_pass;			/* the check that looked at it last */
 	struct llist_node expired;	/* once its timer fired */
 	struct hrtimer timer;		/* armed while queued, if it has a deadline */
@@ -131,6 +139,27 @@ static void syncmem_uring_done(struct io_uring_cmd *cmd, unsigned int issue_flag
 }
 
 /*
+ * A LOCK's res for what its waiter got: held (0, or -EOWNERDEAD after a
+ * dead holder), or not. Its only wake-up is the word's becoming
+ * unrecoverable (syncmem_waiter_wakeable()).
+ */
+static int syncmem_uring_lock_result(int result)
+{
+	switch (result) {
+	case SYNCMEM_WAIT_HANDED_OFF:
+		return 0;
+	case SYNCMEM_WAIT_OWNER_DIED:
+		return -EOWNERDEAD;
+	case SYNCMEM_WAIT_TIMED_OUT:
+		return -ETIMEDOUT;
+	case SYNCMEM_WAIT_WOKEN:
+		return -ENOTRECOVERABLE;
+	default:
+		return result < 0 ? result : -EIO;
+	}
+}
+
+/*
  * @u has been claimed (it is out of its queue) with @result: stop its
  * timer and post its CQE, at once in io_uring's cancel call (@now, with
  * its @issue_flags) or where any task may, else by the submitter's task.
@@ -142,8 +171,10 @@ static void syncmem_uring_complete(struct syncmem_uring *u, int result, bool now
 	if (hrtimer_try_to_cancel(&u->timer) == 1)
 		refcount_dec(&u->ref);	/* never the last: the command's is held */
 	syncmem_uring_unlist(u);
+	u->res2 = result == SYNCMEM_WAIT_HANDED_OFF && !u->lock ? u->w.handoff_value : 0;
+	if (u->lock)
+		result = syncmem_uring_lock_result(result);
 	u->result = result;
-	u->res2 = result == SYNCMEM_WAIT_HANDED_OFF ? u->w.handoff_value : 0;
 	if (now || SYNCMEM_URING_DONE_ANYWHERE) {
 		io_uring_cmd_done(u->cmd, result, u->res2, now ? issue_flags : IO_URING_F_UNLOCKED);
 		syncmem_uring_put(u);
@@ -181,12 +212,16 @@ static void syncmem_uring_describe(const struct syncmem_waiter *w, struct pid_na
 	e->deadline_ns = u->deadline;
 }
 
-/* A ring waiter is completed once its waker dropped the bucket lock. */
+/*
+ * A ring waiter is completed once its waker dropped the bucket lock. A LOCK
+ * (an owner waiter) cannot look at its word again: it is handed the word.
+ */
 static const struct syncmem_waiter_ops syncmem_uring_ops = {
 	.wake		= syncmem_wake_defer,
 	.complete	= syncmem_uring_complete_waiter,
 	.gone		= syncmem_uring_gone,
 	.describe	= syncmem_uring_describe,
+	.handed_only	= true,
 };
 
 /*
@@ -266,6 +301,68 @@ static u64 syncmem_uring_deadline(u32 code)
 	return mant >= SYNCMEM_NO_DEADLINE - now ? SYNCMEM_NO_DEADLINE : now + mant;
 }
 
+/*
+ * A new command's waiter for the word at @arg->offset, charged to the
+ * submitting user, or an ERR_PTR; its ops, size and owner are the caller's.
+ */
+static struct syncmem_uring *syncmem_uring_new(struct syncmem_region *r,
+					       struct io_uring_cmd *cmd,
+					       const struct syncmem_wait *arg)
+{
+	struct syncmem_user *user;
+	struct syncmem_uring *u;
+	long ret;
+
+	user = syncmem_user_get_current();
+	if (!user)
+		return ERR_PTR(-ENOMEM);
+	ret = syncmem_charge_user(user, SYNCMEM_USAGE(async_waits),
+				  ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE));
+	u = ret ? NULL : kmem_cache_zalloc(syncmem_uring_cache, GFP_KERNEL_ACCOUNT);
+	if (!u) {
+		if (!ret)
+			syncmem_uncharge_user(user, SYNCMEM_USAGE(async_waits));
+		syncmem_user_put(user);
+		return ERR_PTR(ret ?: -ENOMEM);
+	}
+	atomic_inc(&syncmem_nr_uring);
+	atomic_long_inc(&r->ns->usage.async_waits);
+	kref_get(&r->ref);
+	u->r = r;
+	u->user = user;
+	u->cmd = cmd;
+	u->ring = syncmem_uring_ring(cmd);
+	u->user_data = syncmem_uring_user_data(cmd);
+	u->offset = arg->offset;
+	refcount_set(&u->ref, 1);
+	u->w.ops = &syncmem_uring_ops;
+	u->w.size = arg->size;
+	u->deadline = arg->deadline_ns;
+	syncmem_hrtimer_setup(&u->timer, syncmem_uring_timer_fn, CLOCK_MONOTONIC,
+			      HRTIMER_MODE_ABS);
+	*(struct syncmem_uring **)cmd->pdu = u;
+	return u;
+}
+
+/*
+ * After syncmem_wait_enqueue() (or the LOCK loop) gave @ret for @u: park
+ * the command if it is queued, else end it with @ret as the CQE's res.
+ */
+static int syncmem_uring_park(struct syncmem_uring *u, long ret, unsigned int issue_flags)
+{
+	if (ret != SYNCMEM_WAIT_QUEUED) {
+		syncmem_uring_put(u);	/* never pending: its result is the CQE's */
+		return ret;
+	}
+	/*
+	 * Only now: a command marked cancelable must complete through
+	 * io_uring_cmd_done(). Where it is marked (6.7+), its completion runs
+	 * as task work of this task, so it cannot come before.
+	 */
+	syncmem_uring_mark_cancelable(u->cmd, issue_flags);
+	return -EIOCBQUEUED;
+}
+
 static int syncmem_uring_wait(struct syncmem_region *r, bool observer,
 			      struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
@@ -277,54 +374,95 @@ static int syncmem_uring_wait(struct syncmem_region *r, bool observer,
 		.size = (op & SYNCMEM_URING_OP_MASK) == SYNCMEM_URING_WAIT64 ? 8 : 4,
 		.deadline_ns = syncmem_uring_deadline(op >> SYNCMEM_URING_TIMEOUT_SHIFT),
 	};
-	struct syncmem_user *user;
 	struct syncmem_uring *u;
 	long ret;
 
 	ret = syncmem_wait_check(r, &arg);
 	if (ret)
 		return ret;
-	user = syncmem_user_get_current();
-	if (!user)
-		return -ENOMEM;
-	ret = syncmem_charge_user(user, SYNCMEM_USAGE(async_waits),
-				  ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE));
-	u = ret ? NULL : kmem_cache_zalloc(syncmem_uring_cache, GFP_KERNEL_ACCOUNT);
-	if (!u) {
-		if (!ret)
-			syncmem_uncharge_user(user, SYNCMEM_USAGE(async_waits));
-		syncmem_user_put(user);
-		return ret ?: -ENOMEM;
-	}
-	atomic_inc(&syncmem_nr_uring);
-	atomic_long_inc(&r->ns->usage.async_waits);
-	kref_get(&r->ref);
-	u->r = r;
-	u->user = user;
-	u->cmd = cmd;
-	u->ring = syncmem_uring_ring(cmd);
-	u->user_data = syncmem_uring_user_data(cmd);
-	u->offset = arg.offset;
-	refcount_set(&u->ref, 1);
-	u->w.ops = &syncmem_uring_ops;
+	u = syncmem_uring_new(r, cmd, &arg);
+	if (IS_ERR(u))
+		return PTR_ERR(u);
 	u->w.observer = observer;
-	u->w.size = arg.size;
-	u->deadline = arg.deadline_ns;
-	syncmem_hrtimer_setup(&u->timer, syncmem_uring_timer_fn, CLOCK_MONOTONIC,
-			      HRTIMER_MODE_ABS);
-	*(struct syncmem_uring **)cmd->pdu = u;
 	ret = syncmem_wait_enqueue(r, &arg, &u->w, syncmem_uring_admit);
-	if (ret != SYNCMEM_WAIT_QUEUED) {
-		syncmem_uring_put(u);	/* never pending: its result is the CQE's */
-		return ret;
+	return syncmem_uring_park(u, ret, issue_flags);
+}
+
+/* Looks at a LOCK's word that keeps changing before it gives up (-EUCLEAN). */
+#define SYNCMEM_URING_LOCK_TRIES	1024
+
+/*
+ * Take the owner word of @u for its owner if it is free (the waiters bit
+ * kept), else mark it waited on and queue @u as its owner waiter, as a
+ * blocked LOCK_WAIT would. SYNCMEM_WAIT_HANDED_OFF (taken),
+ * SYNCMEM_WAIT_QUEUED, SYNCMEM_WAIT_OWNER_DIED (a dead holder's, taken
+ * over), SYNCMEM_WAIT_TIMED_OUT (a try), or -errno.
+ */
+static long syncmem_uring_lock_take(struct syncmem_uring *u, struct syncmem_wait *arg)
+{
+	struct syncmem_region *r = u->r;
+	unsigned int tries;
+	u64 v, id;
+	long ret;
+
+	for (tries = 0; tries < SYNCMEM_URING_LOCK_TRIES; tries++) {
+		/* Any value is some owner id, live or dead: no bound needed. */
+		v = syncmem_word_read(r, arg->offset, 8);
+		id = v & SYNCMEM_OWNER_ID;
+		if (id == SYNCMEM_OWNER_NOTRECOVERABLE)
+			return -ENOTRECOVERABLE;
+		if (!id) {
+			/* Full barrier: the last holder's section happens before. */
+			if (syncmem_word_cmpxchg(r, arg->offset, 8, v,
+						 u->w.owner | (v & SYNCMEM_OWNER_WAITERS)))
+				return SYNCMEM_WAIT_HANDED_OFF;
+			continue;
+		}
+		if (!(v & SYNCMEM_OWNER_WAITERS) &&
+		    !syncmem_word_cmpxchg(r, arg->offset, 8, v, v | SYNCMEM_OWNER_WAITERS))
+			continue;
+		arg->expected = v | SYNCMEM_OWNER_WAITERS;
+		ret = syncmem_wait_enqueue(r, arg, &u->w, syncmem_uring_admit);
+		if (ret != SYNCMEM_WAIT_NOT_EQUAL)
+			return ret;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
 	}
-	/*
-	 * Only now: a command marked cancelable must complete through
-	 * io_uring_cmd_done(). Where it is marked (6.7+), its completion runs
-	 * as task work of this task, so it cannot come before.
-	 */
-	syncmem_uring_mark_cancelable(cmd, issue_flags);
-	return -EIOCBQUEUED;
+	return -EUCLEAN;
+}
+
+static int syncmem_uring_lock_cmd(struct syncmem_region *r, bool rdonly,
+				  struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	const struct syncmem_uring_lock *ul = syncmem_uring_payload(cmd);
+	u32 op = READ_ONCE(cmd->cmd_op);
+	u64 owner = READ_ONCE(ul->owner);
+	struct syncmem_wait arg = {
+		.offset = READ_ONCE(ul->offset),
+		.size = 8,
+		.deadline_ns = syncmem_uring_deadline(op >> SYNCMEM_URING_TIMEOUT_SHIFT),
+	};
+	struct syncmem_uring *u;
+	long ret;
+
+	/* A read-only open confers no ownership. */
+	if (rdonly)
+		return -EBADF;
+	ret = syncmem_wait_check(r, &arg);
+	if (ret)
+		return ret;
+	if (!owner || owner != syncmem_owner_current_process())
+		return -EINVAL;
+	u = syncmem_uring_new(r, cmd, &arg);
+	if (IS_ERR(u))
+		return PTR_ERR(u);
+	u->lock = true;
+	u->w.owner = owner;
+	ret = syncmem_uring_lock_take(u, &arg);
+	if (ret != SYNCMEM_WAIT_QUEUED)
+		ret = syncmem_uring_lock_result(ret);
+	return syncmem_uring_park(u, ret, issue_flags);
 }
 
 static int syncmem_uring_cancel(struct io_uring_cmd *cmd)
@@ -361,8 +499,9 @@ static int syncmem_uring_cancel(struct io_uring_cmd *cmd)
  * @cmd:	The command.
  * @issue_flags: io_uring's IO_URING_F_*.
  *
- * Returns -EIOCBQUEUED for a parked wait (its CQE comes later), else the
- * CQE's res: a SYNCMEM_WAIT_* result of a wait that ended at once, 0 or
+ * Returns -EIOCBQUEUED for a parked wait or LOCK (its CQE comes later),
+ * else the CQE's res: a SYNCMEM_WAIT_* result of a wait that ended at
+ * once, 0 or -EOWNERDEAD for a LOCK that took its word at once, 0 or
  * -ENOENT for CANCEL, -EINVAL for a malformed command, or another -errno.
  */
 int syncmem_uring_cmd(struct syncmem_region *r, bool rdonly, struct io_uring_cmd *cmd,
@@ -380,6 +519,8 @@ int syncmem_uring_cmd(struct syncmem_region *r, bool rdonly, struct io_uring_cmd
 	case SYNCMEM_URING_WAIT32:
 	case SYNCMEM_URING_WAIT64:
 		return syncmem_uring_wait(r, rdonly, cmd, issue_flags);
+	case SYNCMEM_URING_LOCK:
+		return syncmem_uring_lock_cmd(r, rdonly, cmd, issue_flags);
 	case SYNCMEM_URING_CANCEL:
 		return syncmem_uring_cancel(cmd);
 	default:

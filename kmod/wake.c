@@ -10,6 +10,10 @@
 #include "syncmem_core.h"
 #include "syncmem_queue.h"
 
+/*
+ * Owner waiters that are only handed their word are passed over: they get
+ * it from the settling after, if it is free or its holder is dead.
+ */
 static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
 {
 	struct syncmem_wake_op op = {
@@ -18,10 +22,14 @@ static long syncmem_notify(struct syncmem_region *r, u64 offset, u32 count)
 		.state = SYNCMEM_W_WOKEN,
 		.observers = true,
 	};
+	long woken;
 
 	if (!count)
 		return 0;
-	return syncmem_wake_word(r, &op);
+	woken = syncmem_wake_word(r, &op);
+	if (op.settle)
+		syncmem_owner_word_settle(r, offset);
+	return woken;
 }
 
 /**

@@ -40,6 +40,7 @@
 #define SYNCMEM_FEAT_ON_CLOSE_MANY	(1ULL << 12) /* no per-handle cap on armed actions */
 #define SYNCMEM_FEAT_HANDLE_OPEN	(1ULL << 13) /* HANDLE_OPEN on a region fd */
 #define SYNCMEM_FEAT_URING		(1ULL << 14) /* io_uring commands on a region fd */
+#define SYNCMEM_FEAT_URING_LOCK		(1ULL << 15) /* SYNCMEM_URING_LOCK */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -933,13 +934,16 @@ struct syncmem_armed_entry {
  * (a read-only one waits as an observer), sqe->cmd_op is
  * SYNCMEM_URING_CMD_OP(op, timeout), and the 16 bytes of sqe->cmd hold the
  * command's struct below (all a 64-byte SQE passes on to a driver, hence
- * the packed timeout). The completion's res is a SYNCMEM_WAIT_* result
- * (WOKEN, NOT_EQUAL, TIMED_OUT, HANDED_OFF), -ECANCELED or -errno; with
- * 32-byte CQEs, big_cqe[0] (res2) is the value a HANDOFF handed over.
+ * the packed timeout). A wait's res is a SYNCMEM_WAIT_* result (WOKEN,
+ * NOT_EQUAL, TIMED_OUT, HANDED_OFF), -ECANCELED or -errno; with 32-byte
+ * CQEs, big_cqe[0] (res2) is the value a HANDOFF handed over. A LOCK's res
+ * is 0 or -EOWNERDEAD (the owner word is the caller's), -ETIMEDOUT,
+ * -ECANCELED or -errno.
  */
 #define SYNCMEM_URING_WAIT32		0x01	/* struct syncmem_uring_wait, 4-byte word */
 #define SYNCMEM_URING_WAIT64		0x02	/* struct syncmem_uring_wait, 8-byte word */
 #define SYNCMEM_URING_CANCEL		0x04	/* struct syncmem_uring_cancel */
+#define SYNCMEM_URING_LOCK		0x08	/* struct syncmem_uring_lock */
 #define SYNCMEM_URING_OP_MASK		0xffU
 #define SYNCMEM_URING_TIMEOUT_SHIFT	8
 /*
@@ -960,6 +964,22 @@ struct syncmem_armed_entry {
 struct syncmem_uring_wait {
 	__u64 offset;
 	__u64 expected;
+};
+
+/**
+ * struct syncmem_uring_lock - the sqe->cmd of SYNCMEM_URING_LOCK
+ * @offset:	Byte offset of an owner word in the region, 8-byte aligned.
+ * @owner:	The submitting process's owner id (SYNCMEM_OWNER_PROCESS).
+ *
+ * Takes the owner word for @owner: at once if it is free, else in its
+ * FIFO queue, where UNLOCK always hands it over (never a wake-up to look
+ * again: the command cannot look). A dead holder's word is taken over,
+ * with SYNCMEM_OWNER_DIED (-EOWNERDEAD). -ENOTRECOVERABLE once the word
+ * is unrecoverable; -EBADF on a read-only region fd.
+ */
+struct syncmem_uring_lock {
+	__u64 offset;
+	__u64 owner;
 };
 
 /**
