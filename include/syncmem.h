@@ -397,10 +397,53 @@ void syncmem_prep_wait32(struct io_uring_sqe *sqe, struct syncmem_region *r,
 void syncmem_prep_wait64(struct io_uring_sqe *sqe, struct syncmem_region *r,
 			 const uint64_t *addr, uint64_t expected, int64_t timeout_ns);
 
+struct syncmem_lock;
+
 /*
- * Fill an io_uring SQE that ends a wait queued by syncmem_prep_wait32/64().
- * The wait is the pending one whose SQE had @user_data, submitted on the
- * same ring (through a region fd of any region).
+ * Fill an io_uring SQE that takes a lock for the calling process.
+ * It takes @l of @r as syncmem_lock_async() does: its CQE says the lock
+ * is held.
+ * Once io_uring_submit() returns, the request has taken a free lock, or is
+ * queued in the lock's FIFO queue with blocking and loop-based lockers;
+ * an unlock hands the lock over to it directly (even without
+ * SYNCMEM_LOCK_FAIR: it never competes for a freed lock).
+ * The lock belongs to the process: any of its threads unlocks it with
+ * syncmem_unlock(). The process's owner id is fetched from the kernel on
+ * the first call (one system call, once per process).
+ * @timeout_ns counts from the submission (negative: no limit; 0: do not
+ * wait), and may end up to 1/131072 of itself late.
+ * Every field of @sqe the command uses is filled (a reused SQE is fine);
+ * the ring needs no flags. Cancel it with syncmem_prep_cancel().
+ * If its ring is torn down just as the lock is handed to it, the lock
+ * stays held by the process.
+ *
+ * Returns: nothing; the CQE's res is 0 (the caller's process holds @l),
+ * else one of the errors below.
+ * Errors:
+ * -EOWNERDEAD: the process holds @l; its previous holder died holding it
+ *	(see syncmem_lock()).
+ * -ETIMEDOUT: the timeout passed.
+ * -ECANCELED: syncmem_prep_cancel() ended it, or its ring was torn down
+ *	or its process exited or exec'd while it was pending.
+ * -ENOTRECOVERABLE: @l can never be taken again.
+ * -EINVAL: @l is NULL, misaligned or not inside @r, the process's owner
+ *	id could not be fetched, or the module has no LOCK command (no
+ *	SYNCMEM_FEAT_URING_LOCK in its SYNCMEM_IOC_VERSION).
+ * -EBADF: @r is NULL or mapped read-only.
+ * -EUCLEAN: the lock's word kept changing under the request (another
+ *	process writes it).
+ * -EDQUOT: the user has max_user_async_waits waits queued.
+ * -ENOMEM: no memory.
+ * -EOPNOTSUPP: the module has no io_uring commands.
+ */
+void syncmem_prep_lock(struct io_uring_sqe *sqe, struct syncmem_region *r,
+		       struct syncmem_lock *l, int64_t timeout_ns);
+
+/*
+ * Fill an io_uring SQE that ends a pending wait or lock request.
+ * It ends a wait queued by syncmem_prep_wait32/64() or a lock request
+ * by syncmem_prep_lock(): the pending one whose SQE had @user_data,
+ * submitted on the same ring (through a region fd of any region).
  *
  * Returns: nothing; the cancel's own CQE has res 0, and the wait's CQE
  * then has -ECANCELED (exactly one CQE for it, as always), else the

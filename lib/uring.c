@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Waits as io_uring commands in the caller's own ring: each prep call fills
- * one SQE with an IORING_OP_URING_CMD on the region fd (the kernel's
- * SYNCMEM_URING_* commands), and the wait's end is a CQE of that ring.
- * Nothing here makes a system call: io_uring_submit() does.
+ * Waits and lock requests as io_uring commands in the caller's own ring:
+ * each prep call fills one SQE with an IORING_OP_URING_CMD on the region fd
+ * (the kernel's SYNCMEM_URING_* commands), and the wait's end is a CQE of
+ * that ring. Nothing here makes a system call (io_uring_submit() does) but
+ * a process's first syncmem_prep_lock(), which fetches its owner id.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 _Static_assert(sizeof(struct syncmem_uring_wait) == 16, "sqe->cmd holds 16 bytes");
 _Static_assert(sizeof(struct syncmem_uring_cancel) == 16, "sqe->cmd holds 16 bytes");
+_Static_assert(sizeof(struct syncmem_uring_lock) == 16, "sqe->cmd holds 16 bytes");
 
 /*
  * A relative timeout as the command's 24 bits: the smallest mantissa <<
@@ -76,6 +78,28 @@ void syncmem_prep_wait64(struct io_uring_sqe *sqe, struct syncmem_region *r,
 			 const uint64_t *addr, uint64_t expected, int64_t timeout_ns)
 {
 	uring_prep_wait(sqe, r, addr, 8, expected, timeout_ns);
+}
+
+/*
+ * The lock is the process's, as an async acquisition's is (lock.c): any of
+ * its threads may unlock it. The kernel checks the id; one that could not
+ * be fetched goes as 0, which it refuses (-EINVAL).
+ */
+void syncmem_prep_lock(struct io_uring_sqe *sqe, struct syncmem_region *r,
+		       struct syncmem_lock *l, int64_t timeout_ns)
+{
+	struct syncmem_uring_lock c = { .offset = UINT64_MAX };
+	int64_t id;
+
+	if (!sqe)
+		return;
+	/* A lock not wholly inside @r: an offset no region has, which the kernel refuses. */
+	if (!syncmem__object_offset(r, l, sizeof(*l), 8, &c.offset)) {
+		id = syncmem__process_owner(r->fd);
+		c.owner = id > 0 ? (uint64_t)id : 0;
+	}
+	uring_prep(sqe, r, SYNCMEM_URING_CMD_OP(SYNCMEM_URING_LOCK, uring_timeout(timeout_ns)),
+		   &c);
 }
 
 void syncmem_prep_cancel(struct io_uring_sqe *sqe, struct syncmem_region *r,
