@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Waits as io_uring commands in the caller's own ring (SYNCMEM_URING_*,
- * syncmem_prep_*): their results as CQEs, their place in the word's one
+ * Waits and lock requests as io_uring commands in the caller's own ring
+ * (SYNCMEM_URING_*, syncmem_prep_*): their results as CQEs (a LOCK's CQE
+ * means held: the word names the process), their place in the word's one
  * FIFO queue beside blocking and eventfd-based async waiters, CANCEL ending
- * a wait exactly once, a whole batch queued by one submit, and the ends
+ * one exactly once, a whole batch queued by one submit, and the ends
  * nobody takes up (exit, SIGKILL, execve, io_uring_queue_exit() with
  * commands parked) done in bounded time with nothing left queued; and
  * malformed commands refused.
@@ -318,17 +319,332 @@ TEST_F(uring, sixty_four_waits_in_one_submit)
 	ASSERT_EQ(0, region_waiters(self->r));
 }
 
+#define LOCK_OFF	1024	/* two locks, 64 bytes each, between the words */
+
+static struct syncmem_lock *lock_at(struct syncmem_region *r, int i)
+{
+	return (struct syncmem_lock *)((char *)syncmem_base(r) + LOCK_OFF + 64 * i);
+}
+
+/* The calling process's owner id, as a ring LOCK holds a lock. */
+static uint64_t process_owner(struct syncmem_region *r)
+{
+	struct syncmem_owner o = { .flags = SYNCMEM_OWNER_PROCESS };
+
+	if (raw_ioctl(syncmem_region_fd(r), SYNCMEM_IOC_OWNER, &o))
+		return 0;
+	return o.id;
+}
+
+static uint64_t holder_of(const struct syncmem_lock *l)
+{
+	return __atomic_load_n(&l->word, __ATOMIC_ACQUIRE) & SYNCMEM_OWNER_ID;
+}
+
+TEST_F(uring, lock_results)
+{
+	struct syncmem_lock *l = lock_at(self->r, 0);
+	uint64_t me = process_owner(self->r);
+	int64_t t0;
+
+	ASSERT_NE(0, me);
+	syncmem_lock_init(l, 0);
+	/* Free: taken at once, for the process; any thread unlocks it. */
+	syncmem_prep_lock(sqe_of(&self->ring, 1), self->r, l, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(0, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_EQ(me, holder_of(l));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	EXPECT_EQ(0, l->word);
+	/* Held by this thread: a try, then a timeout from the submission. */
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	syncmem_prep_lock(sqe_of(&self->ring, 2), self->r, l, 0);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(-ETIMEDOUT, next_cqe(&self->ring, NULL, NULL));
+	t0 = now_ns();
+	syncmem_prep_lock(sqe_of(&self->ring, 3), self->r, l, 30 * MS);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(-ETIMEDOUT, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_LE(30 * MS, now_ns() - t0);
+	ASSERT_EQ(0, region_waiters(self->r));
+	/*
+	 * Parked, then handed the lock by the holder's unlock, in the
+	 * default mode too: a wake-up (a notify) leaves it parked.
+	 */
+	syncmem_prep_lock(sqe_of(&self->ring, 4), self->r, l, 10 * SEC);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	EXPECT_EQ(0, syncmem_notify(self->r, &l->word, UINT32_MAX));
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(1, region_waiters(self->r));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	ASSERT_EQ(0, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_EQ(me, holder_of(l));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	EXPECT_EQ(0, l->word);
+	/* A dead holder's word that a notify announces (an abandoned lock). */
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	syncmem_prep_lock(sqe_of(&self->ring, 5), self->r, l, 10 * SEC);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	__atomic_store_n(&l->word, SYNCMEM_OWNER_GONE | SYNCMEM_OWNER_DIED | SYNCMEM_OWNER_WAITERS,
+			 __ATOMIC_RELEASE);
+	syncmem_notify(self->r, &l->word, UINT32_MAX);
+	ASSERT_EQ(-EOWNERDEAD, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_EQ(me, holder_of(l));
+	EXPECT_TRUE(l->word & SYNCMEM_OWNER_DIED);
+	ASSERT_EQ(0, syncmem_lock_consistent(self->r, l));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	/* Unrecoverable: at once, and for a parked request when it becomes so. */
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	syncmem_prep_lock(sqe_of(&self->ring, 6), self->r, l, 10 * SEC);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	__atomic_store_n(&l->word, SYNCMEM_OWNER_NOTRECOVERABLE, __ATOMIC_RELEASE);
+	syncmem_notify(self->r, &l->word, UINT32_MAX);
+	ASSERT_EQ(-ENOTRECOVERABLE, next_cqe(&self->ring, NULL, NULL));
+	syncmem_prep_lock(sqe_of(&self->ring, 7), self->r, l, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(-ENOTRECOVERABLE, next_cqe(&self->ring, NULL, NULL));
+	ASSERT_EQ(0, region_waiters(self->r));
+	syncmem_lock_init(l, 0);
+}
+
+TEST_F(uring, lock_of_a_killed_holder_is_taken_over)
+{
+	struct syncmem_lock *l = lock_at(self->r, 1);
+	uint64_t me = process_owner(self->r);
+	int ready[2];
+	int64_t t0;
+	pid_t pid;
+	char c;
+
+	syncmem_lock_init(l, 0);
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (syncmem_lock(self->r, l) || write(ready[1], "x", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	syncmem_prep_lock(sqe_of(&self->ring, 1), self->r, l, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	t0 = now_ns();
+	kill(pid, SIGKILL);
+	ASSERT_EQ(-EOWNERDEAD, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_GT(3 * SEC, now_ns() - t0);
+	EXPECT_EQ(me, holder_of(l));
+	EXPECT_EQ(128 + SIGKILL, wait_exit(pid));
+	ASSERT_EQ(0, syncmem_lock_consistent(self->r, l));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	EXPECT_EQ(0, l->word);
+	ASSERT_EQ(0, region_waiters(self->r));
+	close(ready[0]);
+	close(ready[1]);
+}
+
+static atomic_int lock_turns;
+
+static void *blocking_locker(void *arg)
+{
+	struct syncmem_region *r = ((void **)arg)[0];
+	struct syncmem_lock *l = ((void **)arg)[1];
+	int ret = syncmem_lock(r, l);
+
+	if (ret)
+		return (void *)(intptr_t)ret;
+	atomic_fetch_add(&lock_turns, 1);
+	return (void *)(intptr_t)syncmem_unlock(r, l);
+}
+
+static void loop_locked(void *arg, int result)
+{
+	*(int *)arg = result;
+}
+
+/*
+ * Ring, loop (eventfd), blocking, ring: each unlock gives the lock to the
+ * next in arrival order, in the default mode (a woken blocking or loop
+ * waiter takes the freed word; a ring request is handed it).
+ */
+TEST_F(uring, lock_one_fifo_with_blocking_and_loop_lockers)
+{
+	struct syncmem_lock *l = lock_at(self->r, 0);
+	uint64_t me = process_owner(self->r);
+	void *arg[2] = { self->r, l };
+	struct syncmem_loop *loop;
+	int loop_res = INT32_MIN;
+	uint64_t ud;
+	pthread_t t;
+	void *ret;
+
+	syncmem_lock_init(l, 0);
+	atomic_store(&lock_turns, 0);
+	ASSERT_EQ(0, syncmem_loop_new(&loop));
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	syncmem_prep_lock(sqe_of(&self->ring, 1), self->r, l, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(0, syncmem_lock_async(loop, self->r, l, loop_locked, &loop_res));
+	ASSERT_TRUE(await_waiters(self->r, 2));
+	ASSERT_EQ(0, pthread_create(&t, NULL, blocking_locker, arg));
+	ASSERT_TRUE(await_waiters(self->r, 3));
+	syncmem_prep_lock(sqe_of(&self->ring, 4), self->r, l, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(4, region_waiters(self->r));
+
+	/* 1: the first ring request. */
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	ASSERT_EQ(0, next_cqe(&self->ring, &ud, NULL));
+	EXPECT_EQ(1, ud);
+	EXPECT_EQ(me, holder_of(l));
+	/* 2: the loop's. */
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	while (loop_res == INT32_MIN)
+		ASSERT_LE(0, syncmem_loop_run_once(loop, 5 * SEC));
+	EXPECT_EQ(0, loop_res);
+	EXPECT_EQ(0, atomic_load(&lock_turns));
+	EXPECT_FALSE(cqe_ready(&self->ring));
+	/* 3: the blocking thread, which unlocks; then 4: the last ring request. */
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(0, (intptr_t)ret);
+	EXPECT_EQ(1, atomic_load(&lock_turns));
+	ASSERT_EQ(0, next_cqe(&self->ring, &ud, NULL));
+	EXPECT_EQ(4, ud);
+	EXPECT_EQ(me, holder_of(l));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	EXPECT_EQ(0, l->word);
+	ASSERT_EQ(0, region_waiters(self->r));
+	syncmem_loop_free(loop);
+}
+
+TEST_F(uring, lock_cancel_ends_it_exactly_once)
+{
+	struct syncmem_lock *l = lock_at(self->r, 0);
+	uint64_t ud;
+	int res, i, seen;
+
+	syncmem_lock_init(l, 0);
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	syncmem_prep_lock(sqe_of(&self->ring, 7), self->r, l, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	syncmem_prep_cancel(sqe_of(&self->ring, 8), self->r, 7);
+	io_uring_submit(&self->ring);
+	for (i = 0; i < 2; i++) {
+		res = next_cqe(&self->ring, &ud, NULL);
+		EXPECT_EQ(ud == 7 ? -ECANCELED : 0, res);
+	}
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(0, region_waiters(self->r));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	EXPECT_EQ(0, l->word);
+	/* Cancel and unlock race: one CQE for the request; held only if 0. */
+	for (i = 0; i < 200; i++) {
+		int lock_res = INT32_MIN, cancel_res = INT32_MIN;
+
+		ASSERT_EQ(0, syncmem_lock(self->r, l));
+		syncmem_prep_lock(sqe_of(&self->ring, 10), self->r, l, -1);
+		io_uring_submit(&self->ring);
+		syncmem_prep_cancel(sqe_of(&self->ring, 11), self->r, 10);
+		if (i & 1)
+			ASSERT_EQ(0, syncmem_unlock(self->r, l));
+		io_uring_submit(&self->ring);
+		if (!(i & 1))
+			ASSERT_EQ(0, syncmem_unlock(self->r, l));
+		for (seen = 0; seen < 2; seen++) {
+			res = next_cqe(&self->ring, &ud, NULL);
+			ASSERT_NE(INT32_MIN, res);
+			if (ud == 10)
+				lock_res = res;
+			else
+				cancel_res = res;
+		}
+		ASSERT_FALSE(cqe_ready(&self->ring));
+		ASSERT_TRUE((lock_res == -ECANCELED && cancel_res == 0) ||
+			    (lock_res == 0 && cancel_res == -ENOENT)) {
+			TH_LOG("round %d: lock %d, cancel %d", i, lock_res, cancel_res);
+		}
+		if (lock_res == 0)
+			ASSERT_EQ(0, syncmem_unlock(self->r, l));
+		ASSERT_EQ(0, holder_of(l));
+	}
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
+TEST_F(uring, malformed_lock_commands_are_refused)
+{
+	struct syncmem_uring_lock lk = { .offset = LOCK_OFF, .owner = process_owner(self->r) };
+	int rfd = syncmem_region_fd(self->r);
+	struct syncmem_region *rw, *ro;
+	struct io_uring_sqe *sqe;
+	struct {
+		uint64_t offset, owner;
+		int res;
+	} bad[] = {
+		{ LOCK_OFF + 4, lk.owner, -EINVAL },		/* misaligned */
+		{ 4096, lk.owner, -EINVAL },			/* past the end */
+		{ ~0ULL, lk.owner, -EINVAL },
+		{ LOCK_OFF, 0, -EINVAL },			/* no owner */
+		{ LOCK_OFF, lk.owner + 1000, -EINVAL },		/* not the process's */
+		{ LOCK_OFF, SYNCMEM_OWNER_NOTRECOVERABLE, -EINVAL },
+	};
+	unsigned int i;
+
+	ASSERT_NE(0, lk.owner);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		lk.offset = bad[i].offset;
+		lk.owner = bad[i].owner;
+		sqe = sqe_of(&self->ring, i);
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, rfd, NULL, 0, 0);
+		sqe->cmd_op = SYNCMEM_URING_LOCK;
+		memcpy(sqe->cmd, &lk, sizeof(lk));
+		io_uring_submit(&self->ring);
+		EXPECT_EQ(bad[i].res, next_cqe(&self->ring, NULL, NULL)) {
+			TH_LOG("command %u", i);
+		}
+	}
+	/* A lock outside the region; no region; a read-only region. */
+	syncmem_prep_lock(sqe_of(&self->ring, 100), self->r, (struct syncmem_lock *)&lk, -1);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EINVAL, next_cqe(&self->ring, NULL, NULL));
+	syncmem_prep_lock(sqe_of(&self->ring, 101), NULL, lock_at(self->r, 0), -1);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EBADF, next_cqe(&self->ring, NULL, NULL));
+	ASSERT_EQ(0, syncmem_open("uring-lock-ro", 4096, SYNCMEM_CREATE, 0600, &rw));
+	ASSERT_EQ(0, syncmem_open("uring-lock-ro", 4096, SYNCMEM_RDONLY, 0, &ro));
+	syncmem_prep_lock(sqe_of(&self->ring, 102), ro, lock_at(ro, 0), -1);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EBADF, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_EQ(0, lock_at(rw, 0)->word);
+	syncmem_close(ro);
+	syncmem_close(rw);
+	syncmem_unlink("uring-lock-ro");
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
 enum ending { END_EXIT, END_KILL, END_EXEC, END_RING_EXIT };
 
 /*
- * A child parks 64 commands (half with a long timeout), then ends as
- * @how says: done, and its waiters gone, within 3 s.
+ * A child parks 64 commands (half with a long timeout): waits, or with
+ * @locks LOCKs on two locks this process holds. Then it ends as @how
+ * says: done, and its waiters gone, within 3 s; the locks, unlocked, are
+ * free (nothing was handed to the child).
  */
 static void ends_with_parked(struct __test_metadata *_metadata, struct syncmem_region *r,
-			     enum ending how)
+			     enum ending how, bool locks)
 {
 	uint32_t *w = syncmem_base(r);
 	int ready[2], go[2], i;
+
+	for (i = 0; locks && i < 2; i++) {
+		syncmem_lock_init(lock_at(r, i), 0);
+		ASSERT_EQ(0, syncmem_lock(r, lock_at(r, i)));
+	}
 	int64_t t0;
 	char c = 0;
 	pid_t pid;
@@ -342,9 +658,14 @@ static void ends_with_parked(struct __test_metadata *_metadata, struct syncmem_r
 
 		if (io_uring_queue_init(64, &ring, 0))
 			_exit(2);
-		for (i = 0; i < 64; i++)
-			syncmem_prep_wait32(io_uring_get_sqe(&ring), r, &w[100 + i % 8], 0,
-					    i & 1 ? 100 * SEC : -1);
+		for (i = 0; i < 64; i++) {
+			if (locks)
+				syncmem_prep_lock(io_uring_get_sqe(&ring), r, lock_at(r, i % 2),
+						  i & 1 ? 100 * SEC : -1);
+			else
+				syncmem_prep_wait32(io_uring_get_sqe(&ring), r, &w[100 + i % 8],
+						    0, i & 1 ? 100 * SEC : -1);
+		}
 		if (io_uring_submit(&ring) != 64 || write(ready[1], &c, 1) != 1 ||
 		    read(go[0], &c, 1) != 1)
 			_exit(3);
@@ -376,6 +697,10 @@ static void ends_with_parked(struct __test_metadata *_metadata, struct syncmem_r
 	EXPECT_GT(3 * SEC, now_ns() - t0);
 	ASSERT_TRUE(await_waiters(r, 0));
 	EXPECT_GT(3 * SEC, now_ns() - t0);
+	for (i = 0; locks && i < 2; i++) {
+		ASSERT_EQ(0, syncmem_unlock(r, lock_at(r, i)));
+		EXPECT_EQ(0, lock_at(r, i)->word);
+	}
 	close(ready[0]);
 	close(ready[1]);
 	close(go[0]);
@@ -384,22 +709,37 @@ static void ends_with_parked(struct __test_metadata *_metadata, struct syncmem_r
 
 TEST_F(uring, exit_with_parked_commands)
 {
-	ends_with_parked(_metadata, self->r, END_EXIT);
+	ends_with_parked(_metadata, self->r, END_EXIT, false);
 }
 
 TEST_F(uring, sigkill_with_parked_commands)
 {
-	ends_with_parked(_metadata, self->r, END_KILL);
+	ends_with_parked(_metadata, self->r, END_KILL, false);
 }
 
 TEST_F(uring, exec_with_parked_commands)
 {
-	ends_with_parked(_metadata, self->r, END_EXEC);
+	ends_with_parked(_metadata, self->r, END_EXEC, false);
 }
 
 TEST_F(uring, ring_exit_with_parked_commands)
 {
-	ends_with_parked(_metadata, self->r, END_RING_EXIT);
+	ends_with_parked(_metadata, self->r, END_RING_EXIT, false);
+}
+
+TEST_F(uring, sigkill_with_parked_locks)
+{
+	ends_with_parked(_metadata, self->r, END_KILL, true);
+}
+
+TEST_F(uring, exec_with_parked_locks)
+{
+	ends_with_parked(_metadata, self->r, END_EXEC, true);
+}
+
+TEST_F(uring, ring_exit_with_parked_locks)
+{
+	ends_with_parked(_metadata, self->r, END_RING_EXIT, true);
 }
 
 TEST_HARNESS_MAIN

@@ -66,9 +66,13 @@ static const struct expect expects[OP_NR] = {
 	[OP_MREMAP]	    = { "mremap", 0, { EFAULT, EINVAL, ENOMEM } },
 	/* open() and read() of /proc/self/fdinfo/N of an fd that stays open never fail. */
 	[OP_FDINFO]	    = { "fdinfo", ANY_RESULT, { 0 } },
-	/* A closed or reused fd: EBADF, or EOPNOTSUPP for a file of another kind. */
+	/*
+	 * A closed or reused fd: EBADF, or EOPNOTSUPP for a file of another
+	 * kind. LOCK: EOWNERDEAD (held), ETIMEDOUT, ENOTRECOVERABLE, EUCLEAN.
+	 */
 	[OP_URING_CMD]	    = { "uring command", SYNCMEM_WAIT_HANDED_OFF,
-				{ EINVAL, ECANCELED, ENOENT, EBADF, EOPNOTSUPP, EDQUOT, ENOMEM } },
+				{ EINVAL, ECANCELED, ENOENT, EBADF, EOPNOTSUPP, EDQUOT, ENOMEM,
+				  EOWNERDEAD, ETIMEDOUT, ENOTRECOVERABLE, EUCLEAN } },
 };
 
 const char *op_name(enum op op)

@@ -2,9 +2,11 @@
 /*
  * io_uring commands on the region fds of the table (SYNCMEM_URING_*): each
  * thread has its own ring and submits waits of both sizes (mostly with
- * short timeouts, some without), cancels of recent and unknown user_data,
- * and garbage commands, reaps whatever completed, and now and then tears
- * its ring down with commands still parked. Every CQE's res is judged
+ * short timeouts, some without), LOCKs of any 8-byte word (as the process,
+ * now and then as an id not its own), cancels of recent and unknown
+ * user_data, and garbage commands, reaps whatever completed, and now and
+ * then tears its ring down with commands still parked. A LOCK that took its
+ * word keeps it (any word may hold any owner id). Every CQE's res is judged
  * against the documented set; what the fd table's churn changes under a
  * command (a closed or reused fd) is not judged.
  */
@@ -18,6 +20,7 @@
 static __thread struct io_uring ring;
 static __thread bool ring_up;
 static __thread uint64_t next_ud;
+static uint64_t process_owner;	/* 0 until fetched; again after a fork */
 
 static struct io_uring *thread_ring(void)
 {
@@ -29,6 +32,20 @@ static struct io_uring *thread_ring(void)
 void uring_after_fork(void)
 {
 	ring_up = false;
+	process_owner = 0;
+}
+
+/* The process's owner id, as a LOCK names it (0: none could be fetched). */
+static uint64_t lock_owner(int fd)
+{
+	struct syncmem_owner own = { .flags = SYNCMEM_OWNER_PROCESS };
+	uint64_t id = __atomic_load_n(&process_owner, __ATOMIC_RELAXED);
+
+	if (!id && !xioctl(fd, SYNCMEM_IOC_OWNER, &own)) {
+		id = own.id;
+		__atomic_store_n(&process_owner, id, __ATOMIC_RELAXED);
+	}
+	return id;
 }
 
 /* A timeout code: mostly up to ~0.3 s, sometimes none, sometimes anything. */
@@ -82,10 +99,16 @@ void op_uring(struct thread_ctx *t)
 	width = rng_chance(&t->rng, 1, 3) ? 8 : 4;
 	w.offset = pick_offset(&t->rng, r.size, width);
 	w.expected = pick_expected(&t->rng, r.rid, w.offset, width);
-	switch (rng_below(&t->rng, 10)) {
+	switch (rng_below(&t->rng, 12)) {
 	case 0: case 1: case 2: case 3: case 4: case 5:
 		op = SYNCMEM_URING_CMD_OP(width == 8 ? SYNCMEM_URING_WAIT64 : SYNCMEM_URING_WAIT32,
 					  pick_timeout(&t->rng));
+		break;
+	case 10: case 11:
+		/* struct syncmem_uring_lock: {offset, owner}. */
+		op = SYNCMEM_URING_CMD_OP(SYNCMEM_URING_LOCK, pick_timeout(&t->rng));
+		w.offset = pick_offset(&t->rng, r.size, 8);
+		w.expected = rng_chance(&t->rng, 1, 8) ? rng_next(&t->rng) : lock_owner(r.fd);
 		break;
 	case 6: case 7:
 		op = SYNCMEM_URING_CANCEL;
