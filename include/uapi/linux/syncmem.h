@@ -663,7 +663,8 @@ struct syncmem_lock_wait {
  * @pad:	Must be zero.
  *
  * Under the queue's lock: with SYNCMEM_UNLOCK_HANDOFF and an owner waiter
- * queued, the word becomes the oldest one's id (with SYNCMEM_OWNER_WAITERS
+ * queued (or without it, when the oldest is a SYNCMEM_URING_LOCK command,
+ * which cannot compete), the word becomes the oldest one's id (with SYNCMEM_OWNER_WAITERS
  * when others still wait) and it is woken with SYNCMEM_WAIT_HANDED_OFF: the
  * lock never becomes free, and should that waiter die before it runs, its
  * death is an owner's death like any other. Without the flag the word
