@@ -34,8 +34,9 @@
  * (the rwlock's handshake): of two racing requests at least one sees the
  * other and takes its claim back. @closed is non-zero whenever anything
  * needs the mutex (a queue, slow shares, a death to report, a change in
- * progress): fast paths then take the slow path, and a fast release that
- * sees it takes @m to consider the queue.
+ * progress): fast paths then take the slow path, except that slow shares
+ * turn away exclusive requests only; a fast release that sees a queue
+ * takes @m to consider it.
  *
  * Per-thread caches (only hints: each is checked against the shared
  * state). A thread remembers its recent names by length and first bytes,
@@ -991,7 +992,7 @@ static int cell_process(struct syncmem_locks *m, struct locks_cell *c, uint32_t 
  */
 static void kick(struct syncmem_locks *m, struct locks_cell *c)
 {
-	if (!LDS(&c->closed))
+	if (!(LDS(&c->closed) & CLOSED_QUEUE))
 		return;
 	if (cell_lock(m, c))
 		return;
@@ -1988,16 +1989,19 @@ static inline __attribute__((always_inline)) int locks_fast(struct syncmem_locks
 	}
 	c = nm->c;
 	g = nm->gen;
-	if (__builtin_expect(LD(&c->closed), 0))
-		return 0;
-	if (__builtin_expect(!LD(&c->ref), 0))
-		ST(&c->ref, 1u);
 	if (shared) {
+		/* Shares granted from the queue (CLOSED_SLOW) keep out exclusive requests only. */
+		if (__builtin_expect(LD(&c->closed) & ~CLOSED_SLOW, 0))
+			return 0;
 		s = slot_for(c, me, nm->slot, &si);
 		if (!s)
 			return 0;
 		nm->slot = si;
+	} else if (__builtin_expect(LD(&c->closed), 0)) {
+		return 0;
 	}
+	if (__builtin_expect(!LD(&c->ref), 0))
+		ST(&c->ref, 1u);
 	h = held_new();
 	if (!h)
 		return -ENOMEM;
@@ -2026,7 +2030,7 @@ static inline __attribute__((always_inline)) int locks_fast(struct syncmem_locks
 	ST(&r->seq, seq);
 	ST(&r->stamp, stamp_now());
 	if (shared)
-		ret = share_enter(m, c, s, g, 0, false, &epoch);
+		ret = share_enter(m, c, s, g, CLOSED_SLOW, false, &epoch);
 	else
 		ret = excl_enter(m, c, ri, g, 0, false, &epoch);
 	if (__builtin_expect(ret <= 0, 0)) {
@@ -2548,7 +2552,8 @@ static inline __attribute__((always_inline)) int held_release(const struct syncm
 			ret = hi32(x) != h->epoch || LD(&r->state) == REQ_STOLEN ?
 			      -ECONNABORTED : -EUCLEAN;
 	}
-	if (!ret && !(h->flags & REQ_SLOW) && __builtin_expect(LDS(&c->closed) != 0, 0))
+	if (!ret && !(h->flags & REQ_SLOW) &&
+	    __builtin_expect(LDS(&c->closed) & CLOSED_QUEUE, 0))
 		kick(m, c);
 	/* Kept for the thread's next request (CACHED: query skips it), or freed. */
 	if (__builtin_expect(ret != -EUCLEAN, 1))

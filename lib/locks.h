@@ -59,7 +59,7 @@ struct locks_slot {
 	uint64_t count;		/* the cell's epoch << 32 | the process's shares */
 };
 
-/* Bits of struct locks_cell.closed: any of them sends the fast paths to the mutex. */
+/* Bits of struct locks_cell.closed: each sends fast paths to the mutex (SLOW: exclusive ones). */
 #define CLOSED_QUEUE	0x1u	/* requests are queued */
 #define CLOSED_SLOW	0x2u	/* shares are counted in the slow list */
 #define CLOSED_DIED	0x4u	/* the next grant reports -EOWNERDEAD */

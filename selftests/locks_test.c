@@ -794,6 +794,54 @@ static pid_t sitter(struct syncmem_locks *m, struct lshared *sh, int id, const c
 	return pid;
 }
 
+/*
+ * A share granted from the queue is counted under the cell's mutex, yet
+ * shared requests and releases still take neither the mutex nor a queued
+ * writer's place: a peer holds the mutex while one comes and goes.
+ */
+TEST_F(locks, shares_granted_from_the_queue_keep_shares_fast)
+{
+	struct syncmem_held *h, *h2;
+	struct locks_cell *c;
+	pid_t s, k, e;
+
+	ASSERT_EQ(0, req(self->m, "f", 0, -1, &h));
+	s = sitter(self->m, self->sh, 0, "f", SYNCMEM_LOCKS_SHARED);
+	ASSERT_LT(0, s);
+	ASSERT_EQ(1, await_waiters(self->r, 1));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	ASSERT_EQ(1, await_flag(&self->sh->ready[0], 1));
+	c = cell_named(self->at, "f");
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(CLOSED_SLOW, atomic_load((_Atomic uint32_t *)&c->closed));
+	k = fork();
+	ASSERT_LE(0, k);
+	if (k == 0) {
+		if (syncmem_lock(self->r, &c->m))
+			_exit(10);
+		atomic_store(&self->sh->ready[1], 1);
+		if (!await_flag(&self->sh->go, 1))
+			_exit(11);
+		_exit(syncmem_unlock(self->r, &c->m) ? 12 : 0);
+	}
+	ASSERT_EQ(1, await_flag(&self->sh->ready[1], 1));
+	EXPECT_EQ(0, req(self->m, "f", SYNCMEM_LOCKS_SHARED | SYNCMEM_LOCKS_IF_AVAILABLE, -1, &h2));
+	EXPECT_EQ(0, syncmem_locks_release(h2));
+	atomic_store(&self->sh->go, 1);
+	EXPECT_EQ(0, wait_exit(k));
+	EXPECT_EQ(-EBUSY, req(self->m, "f", SYNCMEM_LOCKS_IF_AVAILABLE, -1, &h2));
+	/* A writer queued behind the share keeps its place. */
+	e = queue_client(self->r, self->m, self->sh, 2, "f", 0, 1, 1);
+	ASSERT_LT(0, e);
+	EXPECT_EQ(-EBUSY, req(self->m, "f", SYNCMEM_LOCKS_SHARED | SYNCMEM_LOCKS_IF_AVAILABLE,
+			      -1, &h2));
+	kill(s, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(s));
+	EXPECT_EQ(0, wait_exit(e));
+	ASSERT_EQ(0, req(self->m, "f", SYNCMEM_LOCKS_IF_AVAILABLE, -1, &h));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+}
+
 static int info_is(const struct syncmem_lock_info *l, const char *name, uint32_t mode, pid_t pid,
 		   uint64_t client)
 {
