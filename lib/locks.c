@@ -25,9 +25,12 @@
  * + 1 of the holder's req (low half). Shared: a process counts its shares
  * of the name in its own slot ({owner word, epoch << 32 | count}, 4 slots
  * per cache line, as in rwlock.c), or, with no slot to be had, in the slow
- * list under @m. The fast paths, which take no lock and make no system
- * call: a shared request adds 1 to its slot's count and then reads @closed
- * and @excl; an exclusive one swaps its req into @excl and then reads
+ * list under @m. A slot is its process's until the process dies; a
+ * request that finds none free takes back those of dead processes (under
+ * @m), so that processes that come and go do not use them up. The fast
+ * paths, which take no lock and make no system call: a shared request
+ * adds 1 to its slot's count and then reads @closed and @excl; an
+ * exclusive one swaps its req into @excl and then reads
  * @closed, @slots_used and the counts of the slots it names (a claimer sets
  * its slot's bit before the slot ever counts; the bit goes only once the
  * slot is free again). All those accesses are sequentially consistent
@@ -445,6 +448,7 @@ struct tc_name {
 	uint32_t cell;		/* cell index, < max_names */
 	uint32_t gen;
 	uint32_t slot;		/* the slot hint, or LOCKS_NO_SLOT */
+	uint32_t reclaim_skip;	/* slot-less requests left before the next reclaim */
 };
 
 #define TC_NAMES	4
@@ -2063,6 +2067,37 @@ int syncmem__locks_fast(struct syncmem_locks *m, struct locks_ask *a, struct syn
 }
 
 /*
+ * Under @m: free the slots of @c that name dead processes (recovering
+ * everything of theirs in @c), so that processes that come and go do not
+ * use up the 16 slots and send every later share to the slow list. True
+ * when one was freed. A thread whose reclaim found every slot alive skips
+ * the next RECLAIM_SKIP of its slot-less requests of the name (@nm): each
+ * try asks the kernel about each slot's process.
+ */
+#define RECLAIM_SKIP	64
+
+static bool slots_reclaim(struct syncmem_locks *m, struct locks_cell *c, struct tc_name *nm)
+{
+	bool freed = false;
+
+	if (nm && nm->reclaim_skip) {
+		nm->reclaim_skip--;
+		return false;
+	}
+	for (int i = 0; i < LOCKS_SLOTS; i++) {
+		uint64_t id = slot_id(LD(&c->slot[i].owner));
+
+		if (id && alive(m, id) == 0) {
+			recover(m, c, id);
+			freed = true;
+		}
+	}
+	if (!freed && nm)
+		nm->reclaim_skip = RECLAIM_SKIP;
+	return freed;
+}
+
+/*
  * Under @m, queue empty: grant req @ri of @me at once if compatible (shares
  * in the process's slot when it has one, else in the slow list). 1, 0, or
  * -errno.
@@ -2072,16 +2107,22 @@ static int grant_now(struct syncmem_locks *m, struct locks_cell *c, uint32_t ri,
 	struct locks_req *r = &m->reqs[ri];
 	struct locks_tc *tc = tc_of(m, me);
 	uint32_t si = LOCKS_NO_SLOT, epoch, hint = LOCKS_NO_SLOT;
+	struct tc_name *nm = NULL;
 	int ret;
 
 	for (int i = 0; i < TC_NAMES; i++)
 		if (tc->names[i].len && tc->names[i].cell == cell_index(m, c) &&
-		    tc->names[i].gen == LD(&c->gen))
-			hint = tc->names[i].slot;
+		    tc->names[i].gen == LD(&c->gen)) {
+			nm = &tc->names[i];
+			hint = nm->slot;
+		}
 
 	if (LD(&r->flags) & REQ_SHARED) {
 		struct locks_slot *s = slot_for(c, me, hint, &si);
 		uint64_t x;
+
+		if (!s && slots_reclaim(m, c, nm))
+			s = slot_for(c, me, LOCKS_NO_SLOT, &si);
 
 		if (s) {
 			ret = share_enter(m, c, s, 1, CLOSED_DIED | CLOSED_SLOW, true, &epoch);

@@ -842,6 +842,34 @@ TEST_F(locks, shares_granted_from_the_queue_keep_shares_fast)
 	EXPECT_EQ(0, syncmem_locks_release(h));
 }
 
+/*
+ * More processes than a name has share slots, one after another: each
+ * still counts its share in a slot (the slots of the dead are taken back),
+ * not under the cell's mutex.
+ */
+TEST_F(locks, processes_that_come_and_go_keep_shares_in_slots)
+{
+	struct syncmem_held *h;
+
+	ASSERT_EQ(0, req(self->m, "g", 0, -1, &h));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+	for (int i = 0; i < LOCKS_SLOTS + 4; i++) {
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			if (req(self->m, "g", SYNCMEM_LOCKS_SHARED, -1, &h))
+				_exit(10);
+			if ((h->flags & REQ_SLOW) || h->slot >= LOCKS_SLOTS)
+				_exit(11);
+			_exit(syncmem_locks_release(h) ? 12 : 0);
+		}
+		ASSERT_EQ(0, wait_exit(pid));
+	}
+	ASSERT_EQ(0, req(self->m, "g", SYNCMEM_LOCKS_IF_AVAILABLE, -1, &h));
+	EXPECT_EQ(0, syncmem_locks_release(h));
+}
+
 static int info_is(const struct syncmem_lock_info *l, const char *name, uint32_t mode, pid_t pid,
 		   uint64_t client)
 {
