@@ -235,7 +235,8 @@ typedef void (*syncmem_wait_cb)(void *arg, int result);
  * -EBADFD: (every call taking the loop) the caller is a child forked from
  *	the loop's process, which shares the loop's handle and ring.
  *
- * Notes: io_uring_queue_init()'s errors are passed on as they are.
+ * Notes: where io_uring is unavailable the loop takes the eventfd path
+ * (syncmem_loop_path()).
  */
 int syncmem_loop_new(struct syncmem_loop **out);
 
@@ -258,7 +259,7 @@ int syncmem_loop_new(struct syncmem_loop **out);
  * -ENOMEM: no memory for the loop.
  * -EBADFD: (every call taking the loop) as for syncmem_loop_new().
  *
- * Notes: io_uring_queue_init()'s errors are passed on as they are.
+ * Notes: as for syncmem_loop_new().
  */
 int syncmem_loop_new_region(struct syncmem_region *r, struct syncmem_loop **out);
 
@@ -321,6 +322,37 @@ int syncmem_loop_fd(struct syncmem_loop *loop);
  */
 size_t syncmem_loop_pending(const struct syncmem_loop *loop);
 
+#define SYNCMEM_LOOP_EVENTFD	1	/* waits are ioctls; completions are read() */
+#define SYNCMEM_LOOP_URING	2	/* waits are commands of the loop's io_uring */
+
+/*
+ * Say how the loop queues its async waits.
+ * On SYNCMEM_LOOP_URING, each async wait on a word is an io_uring
+ * command in the loop's own ring, whose CQE is its completion, and
+ * syncmem_loop_fd() is the ring's fd.
+ * The waits of the lock family (which may be handed the lock or a count:
+ * a hand-off in a CQE would be lost with a killed process) and
+ * completions queued without the kernel still go through the loop's
+ * handle and its eventfd, which the ring reads.
+ * The loop keeps the fd of the region of its first such wait open until
+ * it is freed, for its cancel commands.
+ * On SYNCMEM_LOOP_EVENTFD, each wait is an ioctl, the loop poll()s its
+ * handle and read()s the completion records, and syncmem_loop_fd() is the
+ * handle.
+ * A loop takes the eventfd path when io_uring_queue_init() fails (a
+ * seccomp filter such as Docker's default answers EPERM or ENOSYS), when
+ * the module has no io_uring commands (no SYNCMEM_FEAT_URING), or when
+ * the environment variable SYNCMEM_LOOP is "eventfd" as the loop is made.
+ * Every call behaves the same on both paths, but for the per-handle limit
+ * on queued waits (max_async_waits), which only the eventfd path has.
+ *
+ * Returns: SYNCMEM_LOOP_URING or SYNCMEM_LOOP_EVENTFD.
+ * Errors:
+ * -EINVAL: @loop is NULL.
+ * -EBADFD: the caller is a child forked from the loop's process.
+ */
+int syncmem_loop_path(const struct syncmem_loop *loop);
+
 /*
  * Queue a wait on a word and return at once (Atomics.waitAsync).
  * The waiter joins the word's FIFO queue, shared with blocking waiters.
@@ -334,9 +366,12 @@ size_t syncmem_loop_pending(const struct syncmem_loop *loop);
  * Errors:
  * -EINVAL: @addr is NULL, misaligned or not inside @r; @loop or @cb is
  *	NULL.
- * -EAGAIN: the loop's handle has max_async_waits waits queued.
+ * -EAGAIN: the loop's handle has max_async_waits waits queued (eventfd
+ *	path).
  * -EDQUOT: the user has max_user_async_waits waits queued.
  * -ENOMEM: no memory.
+ * -EMFILE: no free file descriptor for the loop's copy of @r's fd (the
+ *	first wait of a loop on the io_uring path).
  * -ECANCELED: syncmem_loop_free() began.
  * -EBADFD: the caller is a child forked from the loop's process.
  */

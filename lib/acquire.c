@@ -114,8 +114,8 @@ static int acquire_try(struct acquire_op *op)
 							     &op->kid);
 		else
 			ret = syncmem__wait_async_until(op->loop, op->r, op->a.word, op->a.width,
-							expected, op->deadline, acquire_step, op,
-							&op->kid);
+							expected, op->deadline, true, acquire_step,
+							op, &op->kid);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;
 		if (ret == SYNCMEM_WAIT_OWNER_DIED)

@@ -576,8 +576,8 @@ static int flight_do_async(struct syncmem_loop *loop, struct syncmem_region *r,
 	if (!op->c.leader) {
 		ret = syncmem__wait_async_until(loop, r, &entry_flight(op->c.e)->done, 4,
 						FLIGHT_GEN(op->c.running) | FLIGHT_RUNNING,
-						syncmem__deadline(timeout_ns), flight_op_step, op,
-						&op->kid);
+						syncmem__deadline(timeout_ns), false,
+						flight_op_step, op, &op->kid);
 		if (ret == SYNCMEM_WAIT_QUEUED) {
 			if (id_out)
 				*id_out = op->job.id;

@@ -64,6 +64,13 @@ bool syncmem__idmap_contains(const struct idmap *m, uint64_t id)
 	return find(m, id) != SIZE_MAX;
 }
 
+const struct idmap_entry *syncmem__idmap_get(const struct idmap *m, uint64_t id)
+{
+	size_t i = find(m, id);
+
+	return i == SIZE_MAX ? NULL : &m->slots[i];
+}
+
 void *syncmem__idmap_arg(const struct idmap *m, uint64_t id)
 {
 	size_t i = find(m, id);

@@ -15,6 +15,7 @@ struct idmap_entry {
 	void (*cb)(void *arg, int result);
 	void *arg;
 	bool raw;		/* cb wants the kernel's SYNCMEM_WAIT_* result */
+	bool ring;		/* a loop's wait whose end is a CQE of its ring */
 };
 
 struct idmap {
@@ -30,6 +31,8 @@ void syncmem__idmap_insert(struct idmap *m, const struct idmap_entry *e);
 /* Remove @id, copying it to @out; false if absent. */
 bool syncmem__idmap_remove(struct idmap *m, uint64_t id, struct idmap_entry *out);
 bool syncmem__idmap_contains(const struct idmap *m, uint64_t id);
+/* @id's entry (valid until the map changes), or NULL if absent. */
+const struct idmap_entry *syncmem__idmap_get(const struct idmap *m, uint64_t id);
 /* The arg of @id's entry, or NULL if absent. */
 void *syncmem__idmap_arg(const struct idmap *m, uint64_t id);
 /* Remove any one entry into @out; false when empty. */

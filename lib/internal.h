@@ -152,11 +152,15 @@ int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r
  * The same two with an absolute deadline (SYNCMEM_NO_DEADLINE: none) and
  * raw results; *@id_out (may be NULL) names the queued wait for
  * syncmem__loop_cancel(). A deadline already passed: SYNCMEM_WAIT_TIMED_OUT,
- * nothing queued.
+ * nothing queued. A wait that may be handed something (@handoff) goes
+ * through the handle, never the ring: should its process die before its
+ * loop reads the completion, the kernel passes an unread record's hand-off
+ * on, but cannot take one back from a CQE.
  */
 int syncmem__wait_async_until(struct syncmem_loop *loop, struct syncmem_region *r,
 			      const void *addr, uint32_t width, uint64_t expected,
-			      uint64_t deadline_ns, syncmem_wait_cb cb, void *arg, uint64_t *id_out);
+			      uint64_t deadline_ns, bool handoff, syncmem_wait_cb cb, void *arg,
+			      uint64_t *id_out);
 int syncmem__lock_wait_async_until(struct syncmem_loop *loop, struct syncmem_region *r,
 				   const uint64_t *addr, uint64_t expected, uint64_t deadline_ns,
 				   syncmem_wait_cb cb, void *arg, uint64_t *id_out);
