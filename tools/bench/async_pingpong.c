@@ -2,8 +2,10 @@
 /*
  * async-pingpong: two processes bounce a value; the parent waits with async
  * waits through the event loop (io_uring), the child with blocking waits.
- * Compared in the same run with the sync futex ping-pong and with an
- * eventfd + epoll ping-pong. Prints round trips per second.
+ * Compared in the same run with the sync futex ping-pong, with an
+ * eventfd + epoll ping-pong, and with the loop's eventfd path (waits
+ * queued by ioctl, completions read from the handle). Prints round trips
+ * per second.
  */
 #define _GNU_SOURCE
 #include <sys/epoll.h>
@@ -15,7 +17,7 @@
 #define ROUNDS 5
 
 static struct syncmem_region *region;
-static struct syncmem_loop *loop;
+static struct syncmem_loop *loop, *ring_loop, *evfd_loop;
 
 static void sm_wait(_Atomic uint32_t *w, uint32_t cur)
 {
@@ -43,6 +45,14 @@ static void async_wait(_Atomic uint32_t *w, uint32_t cur)
 		return;
 	while (!done)
 		syncmem_loop_run_once(loop, SYNCMEM_FOREVER);
+}
+
+/* Run @ops's ping-pong @n times with the parent's waits on @l. */
+static double loop_pingpong(struct syncmem_loop *l, const struct pp_ops *ops,
+			    const struct pp_ops *child, uint32_t n)
+{
+	loop = l;
+	return pingpong(ops, child, syncmem_base(region), n);
 }
 
 /* Two eventfds, one per direction, each side in its own epoll loop. */
@@ -89,25 +99,32 @@ int main(int argc, char **argv)
 {
 	static const struct pp_ops sm = { sm_wait, sm_wake }, as = { async_wait, sm_wake };
 	uint32_t n = argc > 1 ? (uint32_t)atoi(argv[1]) : 10000;
-	double a[ROUNDS], f[ROUNDS], e[ROUNDS];
+	double a[ROUNDS], f[ROUNDS], e[ROUNDS], p[ROUNDS];
 	struct pp_words *fw;
 	int err;
 
 	err = syncmem_open(NULL, 4096, 0, 0, &region);
 	if (!err)
-		err = syncmem_loop_new(&loop);
+		err = syncmem_loop_new(&ring_loop);
+	if (!err && !setenv("SYNCMEM_LOOP", "eventfd", 1))
+		err = syncmem_loop_new(&evfd_loop);
+	unsetenv("SYNCMEM_LOOP");
 	if (err) {
 		fprintf(stderr, "async-pingpong: %s\n", syncmem_strerror(err));
 		return 1;
 	}
+	if (syncmem_loop_path(ring_loop) != SYNCMEM_LOOP_URING)
+		fprintf(stderr, "async-pingpong: no io_uring: both loops take the eventfd path\n");
 	fw = memfd_shared(4096);
 	if (!fw)
 		return 1;
-	pingpong(&as, &sm, syncmem_base(region), n / 10);
+	loop_pingpong(ring_loop, &as, &sm, n / 10);
+	loop_pingpong(evfd_loop, &as, &sm, n / 10);
 	pingpong(&pp_futex, &pp_futex, fw, n / 10);
 	eventfd_pingpong(n / 10);
 	for (int i = 0; i < ROUNDS; i++) {
-		a[i] = pingpong(&as, &sm, syncmem_base(region), n);
+		a[i] = loop_pingpong(ring_loop, &as, &sm, n);
+		p[i] = loop_pingpong(evfd_loop, &as, &sm, n);
 		f[i] = pingpong(&pp_futex, &pp_futex, fw, n);
 		e[i] = eventfd_pingpong(n);
 	}
@@ -117,7 +134,10 @@ int main(int argc, char **argv)
 		     bench_median(f, ROUNDS), 1);
 	bench_report("async-pingpong vs eventfd+epoll", "per s", am, "evfd",
 		     bench_median(e, ROUNDS), 1);
-	syncmem_loop_free(loop);
+	bench_report("async-pingpong ring vs evfd path", "per s", am, "evpath",
+		     bench_median(p, ROUNDS), 1);
+	syncmem_loop_free(ring_loop);
+	syncmem_loop_free(evfd_loop);
 	syncmem_close(region);
 	return 0;
 }
