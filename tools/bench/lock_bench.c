@@ -7,9 +7,11 @@
  *  - hand-over latency: from an unlock to the moment the waiter that gets
  *    the lock runs, for a blocking waiter and for an async one (its callback
  *    from the io_uring loop), against a pthread waiter, and the async
- *    waiter against the blocking one.
+ *    waiter against the blocking one; and for a ring waiter (a LOCK command
+ *    in its own io_uring, syncmem_prep_lock) against the blocking one.
  */
 #define _GNU_SOURCE
+#include <liburing.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -21,7 +23,7 @@
 #define ROUNDS		5
 #define HANDOVERS	200
 
-enum kind { PTHREAD, PTHREAD_ADAPTIVE, SYNCMEM, SYNCMEM_FAIR, SYNCMEM_ASYNC };
+enum kind { PTHREAD, PTHREAD_ADAPTIVE, SYNCMEM, SYNCMEM_FAIR, SYNCMEM_ASYNC, SYNCMEM_RING };
 
 struct shared {
 	struct syncmem_lock lock;
@@ -116,14 +118,32 @@ static void async_got_it(void *arg, int result)
 }
 
 /*
+ * A ring waiter's turn: submit the LOCK and sleep for its CQE in one
+ * system call, as a blocking waiter's one LOCK_WAIT; 0 once it holds the lock.
+ */
+static int ring_take(struct io_uring *ring, struct shared *sh)
+{
+	struct io_uring_cqe *cqe;
+	int res;
+
+	syncmem_prep_lock(io_uring_get_sqe(ring), region, &sh->lock, -1);
+	if (io_uring_submit_and_wait(ring, 1) < 0 || io_uring_wait_cqe(ring, &cqe))
+		return -1;
+	res = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return res;
+}
+
+/*
  * Median ns from unlock to the waiter running with the lock. Each round:
- * the parent holds the lock, the child starts waiting (blocking, or from
- * its loop) and says so, the parent gives it 2 ms to fall asleep, then
- * stamps the time and unlocks.
+ * the parent holds the lock, the child starts waiting (blocking, from its
+ * loop, or from its ring) and says so, the parent gives it 2 ms to fall
+ * asleep, then stamps the time and unlocks.
  */
 static double handover(struct shared *sh, enum kind k)
 {
 	struct syncmem_loop *loop = NULL;
+	struct io_uring ring;
 	pid_t pid;
 
 	syncmem_lock_init(&sh->lock, 0);
@@ -131,6 +151,8 @@ static double handover(struct shared *sh, enum kind k)
 	pid = fork();
 	if (pid == 0) {
 		if (k == SYNCMEM_ASYNC && syncmem_loop_new(&loop))
+			_exit(1);
+		if (k == SYNCMEM_RING && io_uring_queue_init(4, &ring, 0))
 			_exit(1);
 		for (int i = 0; i < HANDOVERS; i++) {
 			struct async_waiter w = { sh, i };
@@ -144,21 +166,26 @@ static double handover(struct shared *sh, enum kind k)
 					_exit(2);
 				continue;
 			}
-			take(sh, k);
+			if (k == SYNCMEM_RING) {
+				if (ring_take(&ring, sh))
+					_exit(2);
+			} else {
+				take(sh, k);
+			}
 			sh->latency[i] = now_ns() - atomic_load(&sh->t_unlock);
-			release(sh, k);
+			release(sh, k == SYNCMEM_RING ? SYNCMEM : k);
 		}
 		syncmem_loop_free(loop);
 		_exit(0);
 	}
 	for (int i = 0; i < HANDOVERS; i++) {
-		take(sh, k == SYNCMEM_ASYNC ? SYNCMEM : k);
+		take(sh, k == SYNCMEM_ASYNC || k == SYNCMEM_RING ? SYNCMEM : k);
 		atomic_store(&sh->phase, 2 * i + 1);
 		while (atomic_load(&sh->phase) != 2 * i + 2)
 			;
 		usleep(2000);
 		atomic_store(&sh->t_unlock, now_ns());
-		release(sh, k == SYNCMEM_ASYNC ? SYNCMEM : k);
+		release(sh, k == SYNCMEM_ASYNC || k == SYNCMEM_RING ? SYNCMEM : k);
 		/* Wait until the child had its turn before taking it again. */
 		for (double got = 0; i + 1 < HANDOVERS && !got;)
 			__atomic_load(&sh->latency[i], &got, __ATOMIC_ACQUIRE);
@@ -208,7 +235,7 @@ int main(void)
 		bench_report(what, "ops/s", bench_median(f, ROUNDS), "default", sm, 1);
 	}
 	{
-		double pt, sy, as;
+		double pt, sy, as, sr[ROUNDS], rg[ROUNDS];
 
 		memset(sh->latency, 0, sizeof(sh->latency));
 		pt = handover(sh, PTHREAD);
@@ -219,6 +246,15 @@ int main(void)
 		bench_report("lock hand-over, blocking waiter", "ns", sy, "pthread", pt, 0);
 		bench_report("lock hand-over, async waiter", "ns", as, "pthread", pt, 0);
 		bench_report("lock hand-over, async waiter", "ns", as, "blocking", sy, 0);
+		/* Ring against blocking: alternating rounds, medians of their medians. */
+		for (int i = 0; i < ROUNDS; i++) {
+			memset(sh->latency, 0, sizeof(sh->latency));
+			sr[i] = handover(sh, SYNCMEM);
+			memset(sh->latency, 0, sizeof(sh->latency));
+			rg[i] = handover(sh, SYNCMEM_RING);
+		}
+		bench_report("lock hand-over, ring waiter", "ns", bench_median(rg, ROUNDS),
+			     "blocking", bench_median(sr, ROUNDS), 0);
 	}
 	syncmem_close(region);
 	return 0;
