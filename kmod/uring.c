@@ -54,26 +54,32 @@
 
 struct syncmem_uring {
 	struct syncmem_waiter w;
-	struct io_uring_cmd *cmd;
+	struct io_uring_cmd *cmd;	/* which CANCEL finds by ring and user_data */
 	struct syncmem_region *r;	/* referenced */
 	struct syncmem_user *user;	/* charged; referenced */
 	struct hlist_node hash_node;	/* in the table while pending */
 	struct list_head node;		/* in syncmem_uring_pending while pending */
-	const void *ring;		/* of @cmd: CANCEL looks it up by ring and... */
-	u64 user_data;			/* ...user_data */
-	u64 offset;			/* of its word */
-	u64 deadline;			/* CLOCK_MONOTONIC ns, or SYNCMEM_NO_DEADLINE */
 	refcount_t ref;			/* the command's, the timer's, lookups' */
 	int result;			/* once claimed: the CQE's res */
 	u64 res2;			/* and its big_cqe[0] */
+	u32 check_pass;			/* the check that looked at it last */
 	bool pending;			/* in the table; under its lock */
 	bool lock;			/* a LOCK: w.owner is the process's id */
-	u32 check_pass;			/* the check that looked at it last */
-	struct llist_node expired;	/* once its timer fired */
-	struct hrtimer timer;		/* armed while queued, if it has a deadline */
+	bool timed;			/* a struct syncmem_uring_timed */
 };
 
-static struct kmem_cache *syncmem_uring_cache;
+/*
+ * A command with a deadline: the timer besides. One without costs no timer
+ * (an async wait's budget: Documentation/syncmem/async.rst).
+ */
+struct syncmem_uring_timed {
+	struct syncmem_uring u;
+	u64 deadline;			/* CLOCK_MONOTONIC ns */
+	struct llist_node expired;	/* once its timer fired */
+	struct hrtimer timer;		/* armed while queued */
+};
+
+static struct kmem_cache *syncmem_uring_cache, *syncmem_uring_timed_cache;
 
 /* Pending commands by (ring, user_data), and all of them in arrival order. */
 static DEFINE_SPINLOCK(syncmem_uring_lock);
@@ -95,6 +101,11 @@ static struct syncmem_uring *to_uring(const struct syncmem_waiter *w)
 	return container_of(w, struct syncmem_uring, w);
 }
 
+static struct syncmem_uring_timed *to_timed(struct syncmem_uring *u)
+{
+	return container_of(u, struct syncmem_uring_timed, u);
+}
+
 static u32 syncmem_uring_key(const void *ring, u64 user_data)
 {
 	return hash_64((unsigned long)ring ^ user_data, HASH_BITS(syncmem_uring_table));
@@ -106,7 +117,10 @@ static void syncmem_uring_free(struct syncmem_uring *u)
 	syncmem_region_put(u->r);
 	syncmem_uncharge_user(u->user, SYNCMEM_USAGE(async_waits));
 	syncmem_user_put(u->user);
-	kmem_cache_free(syncmem_uring_cache, u);
+	if (u->timed)
+		kmem_cache_free(syncmem_uring_timed_cache, to_timed(u));
+	else
+		kmem_cache_free(syncmem_uring_cache, u);
 	if (atomic_dec_and_test(&syncmem_nr_uring))
 		wake_up_var(&syncmem_nr_uring);
 }
@@ -168,7 +182,7 @@ static void syncmem_uring_complete(struct syncmem_uring *u, int result, bool now
 				   unsigned int issue_flags)
 {
 	/* A timer that already fired hands its reference to the expiry work. */
-	if (hrtimer_try_to_cancel(&u->timer) == 1)
+	if (u->timed && hrtimer_try_to_cancel(&to_timed(u)->timer) == 1)
 		refcount_dec(&u->ref);	/* never the last: the command's is held */
 	syncmem_uring_unlist(u);
 	u->res2 = result == SYNCMEM_WAIT_HANDED_OFF && !u->lock ? u->w.handoff_value : 0;
@@ -204,12 +218,12 @@ static enum syncmem_gone syncmem_uring_gone(const struct syncmem_waiter *w, bool
 static void syncmem_uring_describe(const struct syncmem_waiter *w, struct pid_namespace *ns,
 				   struct syncmem_waiter_entry *e)
 {
-	const struct syncmem_uring *u = to_uring(w);
+	struct syncmem_uring *u = to_uring(w);
 
 	lockdep_assert_held(&w->b->lock);
 	e->flags |= SYNCMEM_WAITER_ASYNC;
 	e->pid = task_tgid_nr_ns(cmd_to_io_kiocb(u->cmd)->task, ns);
-	e->deadline_ns = u->deadline;
+	e->deadline_ns = u->timed ? to_timed(u)->deadline : SYNCMEM_NO_DEADLINE;
 }
 
 /*
@@ -241,21 +255,21 @@ static bool syncmem_uring_end(struct syncmem_uring *u, int state, int result, bo
 static void syncmem_uring_expire(struct work_struct *work)
 {
 	struct llist_node *list = llist_del_all(&syncmem_uring_expired);
-	struct syncmem_uring *u, *tmp;
+	struct syncmem_uring_timed *t, *tmp;
 
-	llist_for_each_entry_safe(u, tmp, list, expired) {
-		syncmem_uring_end(u, SYNCMEM_W_TIMED_OUT, SYNCMEM_WAIT_TIMED_OUT, false, 0);
-		syncmem_uring_put(u);	/* the timer's */
+	llist_for_each_entry_safe(t, tmp, list, expired) {
+		syncmem_uring_end(&t->u, SYNCMEM_W_TIMED_OUT, SYNCMEM_WAIT_TIMED_OUT, false, 0);
+		syncmem_uring_put(&t->u);	/* the timer's */
 		cond_resched();
 	}
 }
 
 static enum hrtimer_restart syncmem_uring_timer_fn(struct hrtimer *timer)
 {
-	struct syncmem_uring *u = container_of(timer, struct syncmem_uring, timer);
+	struct syncmem_uring_timed *t = container_of(timer, struct syncmem_uring_timed, timer);
 
 	/* The timer's reference moves to the list. */
-	if (llist_add(&u->expired, &syncmem_uring_expired))
+	if (llist_add(&t->expired, &syncmem_uring_expired))
 		queue_work(system_unbound_wq, &syncmem_uring_expire_work);
 	return HRTIMER_NORESTART;
 }
@@ -272,7 +286,7 @@ static int syncmem_uring_admit(struct syncmem_waiter *w)
 	lockdep_assert_held(&w->b->lock);
 	spin_lock(&syncmem_uring_lock);
 	hash_add(syncmem_uring_table, &u->hash_node,
-		 syncmem_uring_key(u->ring, u->user_data));
+		 syncmem_uring_key(syncmem_uring_ring(u->cmd), syncmem_uring_user_data(u->cmd)));
 	first = list_empty(&syncmem_uring_pending);
 	list_add_tail(&u->node, &syncmem_uring_pending);
 	u->pending = true;
@@ -280,9 +294,10 @@ static int syncmem_uring_admit(struct syncmem_waiter *w)
 	spin_unlock(&syncmem_uring_lock);
 	if (!SYNCMEM_URING_F_CANCEL && first)
 		mod_delayed_work(system_wq, &syncmem_uring_check_work, SYNCMEM_URING_CHECK);
-	if (u->deadline != SYNCMEM_NO_DEADLINE) {
+	if (u->timed) {
 		refcount_inc(&u->ref);	/* the timer's */
-		hrtimer_start_range_ns(&u->timer, ns_to_ktime(min_t(u64, u->deadline, KTIME_MAX)),
+		hrtimer_start_range_ns(&to_timed(u)->timer,
+				       ns_to_ktime(min_t(u64, to_timed(u)->deadline, KTIME_MAX)),
 				       current->timer_slack_ns, HRTIMER_MODE_ABS);
 	}
 	return 0;
@@ -309,6 +324,8 @@ static struct syncmem_uring *syncmem_uring_new(struct syncmem_region *r,
 					       struct io_uring_cmd *cmd,
 					       const struct syncmem_wait *arg)
 {
+	bool timed = arg->deadline_ns != SYNCMEM_NO_DEADLINE;
+	struct syncmem_uring_timed *t = NULL;
 	struct syncmem_user *user;
 	struct syncmem_uring *u;
 	long ret;
@@ -318,7 +335,12 @@ static struct syncmem_uring *syncmem_uring_new(struct syncmem_region *r,
 		return ERR_PTR(-ENOMEM);
 	ret = syncmem_charge_user(user, SYNCMEM_USAGE(async_waits),
 				  ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE));
-	u = ret ? NULL : kmem_cache_zalloc(syncmem_uring_cache, GFP_KERNEL_ACCOUNT);
+	if (!ret && timed) {
+		t = kmem_cache_zalloc(syncmem_uring_timed_cache, GFP_KERNEL_ACCOUNT);
+		u = t ? &t->u : NULL;
+	} else {
+		u = ret ? NULL : kmem_cache_zalloc(syncmem_uring_cache, GFP_KERNEL_ACCOUNT);
+	}
 	if (!u) {
 		if (!ret)
 			syncmem_uncharge_user(user, SYNCMEM_USAGE(async_waits));
@@ -331,15 +353,15 @@ static struct syncmem_uring *syncmem_uring_new(struct syncmem_region *r,
 	u->r = r;
 	u->user = user;
 	u->cmd = cmd;
-	u->ring = syncmem_uring_ring(cmd);
-	u->user_data = syncmem_uring_user_data(cmd);
-	u->offset = arg->offset;
 	refcount_set(&u->ref, 1);
 	u->w.ops = &syncmem_uring_ops;
 	u->w.size = arg->size;
-	u->deadline = arg->deadline_ns;
-	syncmem_hrtimer_setup(&u->timer, syncmem_uring_timer_fn, CLOCK_MONOTONIC,
-			      HRTIMER_MODE_ABS);
+	u->timed = timed;
+	if (t) {
+		t->deadline = arg->deadline_ns;
+		syncmem_hrtimer_setup(&t->timer, syncmem_uring_timer_fn, CLOCK_MONOTONIC,
+				      HRTIMER_MODE_ABS);
+	}
 	*(struct syncmem_uring **)cmd->pdu = u;
 	return u;
 }
@@ -478,7 +500,8 @@ static int syncmem_uring_cancel(struct io_uring_cmd *cmd)
 	spin_lock(&syncmem_uring_lock);
 	hash_for_each_possible(syncmem_uring_table, u, hash_node,
 			       syncmem_uring_key(ring, user_data)) {
-		if (u->ring == ring && u->user_data == user_data) {
+		if (syncmem_uring_ring(u->cmd) == ring &&
+		    syncmem_uring_user_data(u->cmd) == user_data) {
 			refcount_inc(&u->ref);
 			found = u;
 			break;
@@ -576,7 +599,12 @@ static void syncmem_uring_check(struct work_struct *work)
 int syncmem_uring_init(void)
 {
 	syncmem_uring_cache = KMEM_CACHE(syncmem_uring, SLAB_ACCOUNT);
-	return syncmem_uring_cache ? 0 : -ENOMEM;
+	syncmem_uring_timed_cache = KMEM_CACHE(syncmem_uring_timed, SLAB_ACCOUNT);
+	if (syncmem_uring_cache && syncmem_uring_timed_cache)
+		return 0;
+	kmem_cache_destroy(syncmem_uring_timed_cache);
+	kmem_cache_destroy(syncmem_uring_cache);
+	return -ENOMEM;
 }
 
 /* No region file is left, so no command either; work may still be in flight. */
@@ -585,5 +613,6 @@ void syncmem_uring_exit(void)
 	wait_var_event(&syncmem_nr_uring, !atomic_read(&syncmem_nr_uring));
 	cancel_delayed_work_sync(&syncmem_uring_check_work);
 	flush_work(&syncmem_uring_expire_work);
+	kmem_cache_destroy(syncmem_uring_timed_cache);
 	kmem_cache_destroy(syncmem_uring_cache);
 }
