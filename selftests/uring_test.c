@@ -6,15 +6,18 @@
  * FIFO queue beside blocking and eventfd-based async waiters, CANCEL ending
  * one exactly once, a whole batch queued by one submit, and the ends
  * nobody takes up (exit, SIGKILL, execve, io_uring_queue_exit() with
- * commands parked) done in bounded time with nothing left queued; and
- * malformed commands refused.
+ * commands parked) done in bounded time with nothing left queued; the
+ * kernel memory a parked command costs; and malformed commands refused.
  */
 #define _GNU_SOURCE
 #include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -625,6 +628,103 @@ TEST_F(uring, malformed_lock_commands_are_refused)
 	syncmem_close(rw);
 	syncmem_unlink("uring-lock-ro");
 	ASSERT_EQ(0, region_waiters(self->r));
+}
+
+/* Kernel memory now, in bytes: slab objects plus vmalloc'ed tables. */
+static long long kernel_bytes(void)
+{
+	/* Let RCU free what was replaced or dropped before. */
+	usleep(500000);
+	return 1024LL * (meminfo_kb("Slab") + meminfo_kb("VmallocUsed"));
+}
+
+/* Park @n requests that @prep makes in @ring; the kernel memory they took. */
+static long long park(struct __test_metadata *_metadata, struct io_uring *ring, int n,
+		      void (*prep)(struct io_uring_sqe *sqe, void *arg, int i), void *arg)
+{
+	long long before = kernel_bytes();
+
+	for (int i = 0; i < n; i++) {
+		struct io_uring_sqe *sqe = sqe_of(ring, i);
+
+		if (!sqe) {
+			EXPECT_LT(0, io_uring_submit(ring));
+			sqe = sqe_of(ring, i);
+		}
+		prep(sqe, arg, i);
+	}
+	EXPECT_LT(0, io_uring_submit(ring));
+	EXPECT_EQ(0, cqe_ready(ring));
+	return kernel_bytes() - before;
+}
+
+static void prep_poll(struct io_uring_sqe *sqe, void *arg, int i)
+{
+	(void)i;
+	io_uring_prep_poll_add(sqe, *(int *)arg, POLLIN);
+}
+
+static void prep_ring_wait(struct io_uring_sqe *sqe, void *arg, int i)
+{
+	struct syncmem_region *r = arg;
+
+	syncmem_prep_wait32(sqe, r, (uint32_t *)syncmem_base(r) + i, 0, -1);
+}
+
+/*
+ * Bytes io_uring itself keeps for every parked URING_CMD besides its
+ * request: from 6.10 a copy of its SQE, as two SQEs (6.12 here); before,
+ * only for a command it issues again from a worker.
+ */
+static long long uring_cmd_copy(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return 0;
+	return major > 6 || (major == 6 && minor >= 10) ? 2 * sizeof(struct io_uring_sqe) : 0;
+}
+
+/*
+ * What a parked command costs the module: the kernel memory taken by N
+ * parked ring waits on distinct words, less that of N polls parked on an
+ * eventfd (io_uring's own request, the same for both; a pipe would add a
+ * second poll entry) and io_uring's copy of each command's SQE, within an
+ * async wait's budget (async_test): 256 bytes, 2048 on the debug kernel,
+ * whose KASAN redzones inflate every object. N is 16384 (4096 on the
+ * debug kernel). Untimed waits: a timed one carries its hrtimer besides.
+ */
+TEST_F(uring, a_parked_command_costs_the_module_little_memory)
+{
+	const int n = on_debug_kernel() ? 4096 : 16384;
+	struct io_uring_params p = { .flags = IORING_SETUP_CQSIZE | IORING_SETUP_CQE32,
+				     .cq_entries = 2 * n };
+	long long polls, waits, per_command;
+	struct syncmem_region *r;
+	struct io_uring ring;
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	ASSERT_LE(0, efd);
+	ASSERT_EQ(0, syncmem_open(NULL, (size_t)n * 4, 0, 0, &r));
+	ASSERT_EQ(0, io_uring_queue_init_params(4096, &ring, &p));
+	polls = park(_metadata, &ring, n, prep_poll, &efd);
+	waits = park(_metadata, &ring, n, prep_ring_wait, r);
+	EXPECT_EQ((uint64_t)n, region_waiters(r));
+	per_command = (waits - polls) / n - uring_cmd_copy();
+	TH_LOG("kernel memory per parked request: %lld bytes a poll, %lld a ring wait: %lld the module's",
+	       polls / n, waits / n, per_command);
+	EXPECT_GE(on_debug_kernel() ? 2048 : 256, per_command);
+	/* Every request ends with a CQE: the waits woken, the polls by a write. */
+	for (int i = 0; i < n; i++)
+		ASSERT_EQ(1, syncmem_notify(r, (uint32_t *)syncmem_base(r) + i, 1));
+	ASSERT_EQ(0, eventfd_write(efd, 1));
+	for (int i = 0; i < 2 * n; i++)
+		ASSERT_LE(0, next_cqe(&ring, NULL, NULL));
+	EXPECT_EQ(0, region_waiters(r));
+	io_uring_queue_exit(&ring);
+	syncmem_close(r);
+	close(efd);
 }
 
 enum ending { END_EXIT, END_KILL, END_EXEC, END_RING_EXIT };
