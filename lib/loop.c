@@ -714,6 +714,9 @@ int syncmem_loop_fd(struct syncmem_loop *loop)
 			loop->due_head = loop->due_count = 0;
 		if (loop->uring && loop->spill_count > loop->spill_head)
 			spill_cqes(loop);	/* and a NOP makes the fd readable */
+		/* Records of waits queued before now must show in the ring. */
+		if (loop->uring)
+			arm_read_now(loop);
 	}
 	return loop->uring ? loop->ring.ring_fd : loop->handle;
 }

@@ -783,6 +783,24 @@ TEST_F(async, loop_fd_readable_exactly_when_work_waits)
 	EXPECT_EQ(0, syncmem_loop_pending(self->loop));
 }
 
+/* A wait queued through the handle before the fd was asked for still shows. */
+TEST_F(async, loop_fd_asked_after_a_lock_wait_was_queued)
+{
+	struct syncmem_lock *l = (struct syncmem_lock *)self->sh->words;
+	struct cb_slot s = { 0 };
+	int fd;
+
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	ASSERT_EQ(0, syncmem_lock_async(self->loop, self->r, l, record_cb, &s));
+	fd = syncmem_loop_fd(self->loop);
+	EXPECT_FALSE(fd_readable(fd));
+	EXPECT_EQ(0, syncmem_unlock(self->r, l));	/* hands it to the lock wait */
+	EXPECT_TRUE(readable_within(fd, 5000));
+	EXPECT_EQ(1, syncmem_loop_run_once(self->loop, 0));
+	EXPECT_EQ(0, s.result);
+	EXPECT_EQ(0, syncmem_unlock(self->r, l));
+}
+
 TEST_F(async, loop_path_arguments)
 {
 	pid_t pid;
