@@ -368,9 +368,12 @@ static struct syncmem_uring *syncmem_uring_new(struct syncmem_region *r,
 
 /*
  * After syncmem_wait_enqueue() (or the LOCK loop) gave @ret for @u: park
- * the command if it is queued, else end it with @ret as the CQE's res.
+ * @cmd if @u is queued, else end it with @ret as the CQE's res. A queued
+ * @u may be claimed, completed and freed at once (before 6.7 its waker
+ * posts the CQE): only @cmd is touched after.
  */
-static int syncmem_uring_park(struct syncmem_uring *u, long ret, unsigned int issue_flags)
+static int syncmem_uring_park(struct syncmem_uring *u, struct io_uring_cmd *cmd, long ret,
+			      unsigned int issue_flags)
 {
 	if (ret != SYNCMEM_WAIT_QUEUED) {
 		syncmem_uring_put(u);	/* never pending: its result is the CQE's */
@@ -379,9 +382,10 @@ static int syncmem_uring_park(struct syncmem_uring *u, long ret, unsigned int is
 	/*
 	 * Only now: a command marked cancelable must complete through
 	 * io_uring_cmd_done(). Where it is marked (6.7+), its completion runs
-	 * as task work of this task, so it cannot come before.
+	 * as task work of this task, and the issue is this task's (inline,
+	 * or as task work: syncmem_uring_cmd()), so it cannot come before.
 	 */
-	syncmem_uring_mark_cancelable(u->cmd, issue_flags);
+	syncmem_uring_mark_cancelable(cmd, issue_flags);
 	return -EIOCBQUEUED;
 }
 
@@ -407,7 +411,7 @@ static int syncmem_uring_wait(struct syncmem_region *r, bool observer,
 		return PTR_ERR(u);
 	u->w.observer = observer;
 	ret = syncmem_wait_enqueue(r, &arg, &u->w, syncmem_uring_admit);
-	return syncmem_uring_park(u, ret, issue_flags);
+	return syncmem_uring_park(u, cmd, ret, issue_flags);
 }
 
 /* Looks at a LOCK's word that keeps changing before it gives up (-EUCLEAN). */
@@ -484,7 +488,7 @@ static int syncmem_uring_lock_cmd(struct syncmem_region *r, bool rdonly,
 	ret = syncmem_uring_lock_take(u, &arg);
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		ret = syncmem_uring_lock_result(ret);
-	return syncmem_uring_park(u, ret, issue_flags);
+	return syncmem_uring_park(u, cmd, ret, issue_flags);
 }
 
 static int syncmem_uring_cancel(struct io_uring_cmd *cmd)
@@ -515,6 +519,37 @@ static int syncmem_uring_cancel(struct io_uring_cmd *cmd)
 	return ended ? 0 : -ENOENT;
 }
 
+/* Issue @cmd (not a cancel), in its submitter's task. */
+static int syncmem_uring_issue(struct syncmem_region *r, bool rdonly,
+			       struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	switch (READ_ONCE(cmd->cmd_op) & SYNCMEM_URING_OP_MASK) {
+	case SYNCMEM_URING_WAIT32:
+	case SYNCMEM_URING_WAIT64:
+		return syncmem_uring_wait(r, rdonly, cmd, issue_flags);
+	case SYNCMEM_URING_LOCK:
+		return syncmem_uring_lock_cmd(r, rdonly, cmd, issue_flags);
+	case SYNCMEM_URING_CANCEL:
+		return syncmem_uring_cancel(cmd);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Task work: the issue of a command that came from an io-wq worker. */
+static void syncmem_uring_issue_in_task(struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	struct file *file = cmd->file;
+	int ret = -ECANCELED;
+
+	/* A fallback worker runs it if the submitter is exiting: nobody waits. */
+	if (!(current->flags & PF_KTHREAD) && !syncmem_uring_abandoned(cmd))
+		ret = syncmem_uring_issue(file->private_data, !(file->f_mode & FMODE_WRITE),
+					  cmd, issue_flags);
+	if (ret != -EIOCBQUEUED)
+		io_uring_cmd_done(cmd, ret, 0, issue_flags);
+}
+
 /**
  * syncmem_uring_cmd - an io_uring command on a region file
  * @r:		The region of the file.
@@ -538,17 +573,17 @@ int syncmem_uring_cmd(struct syncmem_region *r, bool rdonly, struct io_uring_cmd
 		syncmem_uring_end(u, SYNCMEM_W_CANCELLED, -ECANCELED, true, issue_flags);
 		return 0;
 	}
-	switch (READ_ONCE(cmd->cmd_op) & SYNCMEM_URING_OP_MASK) {
-	case SYNCMEM_URING_WAIT32:
-	case SYNCMEM_URING_WAIT64:
-		return syncmem_uring_wait(r, rdonly, cmd, issue_flags);
-	case SYNCMEM_URING_LOCK:
-		return syncmem_uring_lock_cmd(r, rdonly, cmd, issue_flags);
-	case SYNCMEM_URING_CANCEL:
-		return syncmem_uring_cancel(cmd);
-	default:
-		return -EINVAL;
+	/*
+	 * From an io-wq worker (IOSQE_ASYNC), the submitter could run the
+	 * command's completion while the worker still issues it, and io_uring
+	 * could cancel it meanwhile: it is issued again by the submitter, as
+	 * task work.
+	 */
+	if (issue_flags & IO_URING_F_UNLOCKED) {
+		io_uring_cmd_complete_in_task(cmd, syncmem_uring_issue_in_task);
+		return -EIOCBQUEUED;
 	}
+	return syncmem_uring_issue(r, rdonly, cmd, issue_flags);
 }
 
 /*

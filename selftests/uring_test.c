@@ -15,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
@@ -577,6 +578,63 @@ TEST_F(uring, lock_cancel_ends_it_exactly_once)
 		ASSERT_EQ(0, holder_of(l));
 	}
 	ASSERT_EQ(0, region_waiters(self->r));
+}
+
+/*
+ * IOSQE_ASYNC waits and LOCKs (issued from an io-wq worker while this task
+ * waits for CQEs) against another process that notifies, locks and
+ * unlocks in a loop, for a second: each command gets one CQE, woken or
+ * held, and the ring then exits (a command completed before io_uring knew
+ * it parked would be left on the ring's cancelable list).
+ */
+TEST_F(uring, async_issued_commands_race_their_wakers)
+{
+	struct syncmem_lock *l = lock_at(self->r, 0);
+	uint32_t *stop = &self->w32[10];
+	int64_t end = now_ns() + SEC;
+	struct io_uring_sqe *sqe;
+	int rounds = 0, seen, res;
+	uint64_t ud;
+	pid_t pid;
+
+	syncmem_lock_init(l, 0);
+	self->w32[0] = 0;
+	*stop = 0;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE) && now_ns() < end + 20 * SEC) {
+			syncmem_notify(self->r, &self->w32[0], 1);
+			if (syncmem_lock(self->r, l) || syncmem_unlock(self->r, l))
+				_exit(2);
+		}
+		_exit(0);
+	}
+	while (now_ns() < end) {
+		sqe = sqe_of(&self->ring, 1);
+		syncmem_prep_wait32(sqe, self->r, &self->w32[0], 0, 5 * SEC);
+		sqe->flags |= IOSQE_ASYNC;
+		sqe = sqe_of(&self->ring, 2);
+		syncmem_prep_lock(sqe, self->r, l, 5 * SEC);
+		sqe->flags |= IOSQE_ASYNC;
+		ASSERT_LE(0, io_uring_submit_and_wait(&self->ring, 1));
+		/* The lock goes back at once: the other process notifies between its locks. */
+		for (seen = 0; seen < 2; seen++) {
+			res = next_cqe(&self->ring, &ud, NULL);
+			ASSERT_EQ(ud == 1 ? SYNCMEM_OK : 0, res) {
+				TH_LOG("round %d, command %llu", rounds, (unsigned long long)ud);
+			}
+			if (ud == 2)
+				ASSERT_EQ(0, syncmem_unlock(self->r, l));
+		}
+		rounds++;
+	}
+	__atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+	EXPECT_EQ(0, wait_exit(pid));
+	TH_LOG("%d rounds", rounds);
+	ASSERT_EQ(0, region_waiters(self->r));
+	ASSERT_EQ(0, holder_of(l));
 }
 
 TEST_F(uring, malformed_lock_commands_are_refused)
