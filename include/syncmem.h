@@ -209,6 +209,8 @@ int syncmem_notify(struct syncmem_region *r, const void *addr, uint32_t count);
  * Errors:
  * -EBADF: @r is mapped read-only.
  * -EINVAL: @addr is NULL, not naturally aligned or not inside @r.
+ * -EINVAL: the oldest waiter is a lock request (a lock passes only by its
+ *   unlock); nothing changed.
  */
 int syncmem_handoff32(struct syncmem_region *r, uint32_t *addr, uint32_t value);
 int syncmem_handoff64(struct syncmem_region *r, uint64_t *addr, uint64_t value);

@@ -68,6 +68,7 @@ long syncmem_add_wake_all(struct syncmem_region *r, u64 offset, u32 size, u64 va
  * Under the lock, before anything is claimed: hand the word to the oldest
  * writable waiter, or else store (or add) the value and wake the observers;
  * with SYNCMEM_HANDOFF_WAITERS, clear the mark when nobody is left queued.
+ * -EINVAL, with nothing changed, when the oldest is an owner waiter.
  */
 static long syncmem_handoff_decide(struct syncmem_region *r,
 				   struct syncmem_queue *q,
@@ -80,6 +81,9 @@ static long syncmem_handoff_decide(struct syncmem_region *r,
 	syncmem_assert_word_locked(r, op->offset);
 	if (op->again)
 		return 0;
+	/* An owner waiter is only ever handed its word, by its unlock. */
+	if (w && w->owner)
+		return -EINVAL;
 	op->target = w;
 	if (op->target) {
 		/* The last writable waiter goes: nobody is left to mark. */

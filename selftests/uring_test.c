@@ -637,6 +637,34 @@ TEST_F(uring, async_issued_commands_race_their_wakers)
 	ASSERT_EQ(0, holder_of(l));
 }
 
+/*
+ * A HANDOFF of a lock word whose oldest waiter is a ring LOCK is refused:
+ * the LOCK stays parked (its CQE would say held while the word names the
+ * holder), and gets the lock at its unlock.
+ */
+TEST_F(uring, handoff_never_hands_a_lock_request_a_value)
+{
+	struct syncmem_lock *l = lock_at(self->r, 0);
+	uint64_t me = process_owner(self->r), word;
+
+	syncmem_lock_init(l, 0);
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	syncmem_prep_lock(sqe_of(&self->ring, 1), self->r, l, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	word = l->word;
+	EXPECT_EQ(-EINVAL, syncmem_handoff64(self->r, &l->word, 12345));
+	EXPECT_EQ(word, l->word);
+	EXPECT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(1, region_waiters(self->r));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	ASSERT_EQ(0, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_EQ(me, holder_of(l));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	EXPECT_EQ(0, l->word);
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
 TEST_F(uring, malformed_lock_commands_are_refused)
 {
 	struct syncmem_uring_lock lk = { .offset = LOCK_OFF, .owner = process_owner(self->r) };

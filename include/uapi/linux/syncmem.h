@@ -344,7 +344,9 @@ struct syncmem_notify {
  * SYNCMEM_HANDOFF_ADD atomically add it (modulo 2^(8 * @size)), and wake the
  * read-only waiters of the word (the word changed): a semaphore's post hands
  * a unit to the oldest waiter or else counts it. Never fails for lack of
- * memory. Needs a writable region fd.
+ * memory. Needs a writable region fd. Fails with EINVAL, changing nothing,
+ * when the oldest such waiter is a lock request (an owner word passes
+ * only by its holder's unlock).
  *
  * With SYNCMEM_HANDOFF_WAITERS the word's top bit (bit 31 or 63) is its
  * users' "waiters may be queued" mark, which waiters set before they sleep
