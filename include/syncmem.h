@@ -451,8 +451,10 @@ struct syncmem_lock;
  * wait), and may end up to 1/131072 of itself late.
  * Every field of @sqe the command uses is filled (a reused SQE is fine);
  * the ring needs no flags. Cancel it with syncmem_prep_cancel().
- * If its ring is torn down just as the lock is handed to it, the lock
- * stays held by the process.
+ * From Linux 6.7 the CQE of a hand-off is posted by the submitter's task
+ * work (with IORING_SETUP_DEFER_TASKRUN, at its next wait for CQEs): a
+ * ring torn down before that gives the lock up again. A CQE posted but
+ * never read leaves the lock held by the process.
  *
  * Returns: nothing; the CQE's res is 0 (the caller's process holds @l),
  * else one of the errors below.

@@ -220,6 +220,12 @@ static inline u64 syncmem_uring_user_data(struct io_uring_cmd *cmd)
 	return cmd_to_io_kiocb(cmd)->cqe.user_data;
 }
 
+/* Is the command's ring being torn down: nobody will ever read its CQE? */
+static inline bool syncmem_uring_ring_dying(struct io_uring_cmd *cmd)
+{
+	return percpu_ref_is_dying(&cmd_to_io_kiocb(cmd)->ctx->refs);
+}
+
 /*
  * Is the command's ring being torn down, or its submitter exiting or
  * exec'ing? Then nobody takes its completion up, and io_uring waits for it.

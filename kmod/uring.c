@@ -61,7 +61,10 @@ struct syncmem_uring {
 	struct list_head node;		/* in syncmem_uring_pending while pending */
 	refcount_t ref;			/* the command's, the timer's, lookups' */
 	int result;			/* once claimed: the CQE's res */
-	u64 res2;			/* and its big_cqe[0] */
+	union {
+		u64 res2;		/* a wait's big_cqe[0], once claimed */
+		u64 offset;		/* a LOCK's word (its big_cqe[0] is 0) */
+	};
 	u32 check_pass;			/* the check that looked at it last */
 	bool pending;			/* in the table; under its lock */
 	bool lock;			/* a LOCK: w.owner is the process's id */
@@ -143,13 +146,28 @@ static void syncmem_uring_unlist(struct syncmem_uring *u)
 	spin_unlock(&syncmem_uring_lock);
 }
 
+/*
+ * Post the CQE of claimed @u. A LOCK handed its word whose ring is being
+ * torn down gives the word up as an unlock would: nobody will ever read
+ * the CQE, which says -ECANCELED instead. (Before 6.7 the ring may die
+ * between the look and the post: the lock then stays the process's.)
+ */
+static void syncmem_uring_post(struct syncmem_uring *u, unsigned int issue_flags)
+{
+	if (u->lock && (u->result == 0 || u->result == -EOWNERDEAD) &&
+	    syncmem_uring_ring_dying(u->cmd)) {
+		syncmem_owner_word_pass_on(u->r, u->offset, &u->w.owner,
+					   SYNCMEM_WAIT_HANDED_OFF);
+		u->result = -ECANCELED;
+	}
+	io_uring_cmd_done(u->cmd, u->result, u->lock ? 0 : u->res2, issue_flags);
+	syncmem_uring_put(u);	/* the command's */
+}
+
 /* Task work of a completed command: post its CQE, then let it go. */
 static void syncmem_uring_done(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
-	struct syncmem_uring *u = *(struct syncmem_uring **)cmd->pdu;
-
-	io_uring_cmd_done(cmd, u->result, u->res2, issue_flags);
-	syncmem_uring_put(u);	/* the command's */
+	syncmem_uring_post(*(struct syncmem_uring **)cmd->pdu, issue_flags);
 }
 
 /*
@@ -185,13 +203,13 @@ static void syncmem_uring_complete(struct syncmem_uring *u, int result, bool now
 	if (u->timed && hrtimer_try_to_cancel(&to_timed(u)->timer) == 1)
 		refcount_dec(&u->ref);	/* never the last: the command's is held */
 	syncmem_uring_unlist(u);
-	u->res2 = result == SYNCMEM_WAIT_HANDED_OFF && !u->lock ? u->w.handoff_value : 0;
 	if (u->lock)
 		result = syncmem_uring_lock_result(result);
+	else
+		u->res2 = result == SYNCMEM_WAIT_HANDED_OFF ? u->w.handoff_value : 0;
 	u->result = result;
 	if (now || SYNCMEM_URING_DONE_ANYWHERE) {
-		io_uring_cmd_done(u->cmd, result, u->res2, now ? issue_flags : IO_URING_F_UNLOCKED);
-		syncmem_uring_put(u);
+		syncmem_uring_post(u, now ? issue_flags : IO_URING_F_UNLOCKED);
 		return;
 	}
 	io_uring_cmd_complete_in_task(u->cmd, syncmem_uring_done);
@@ -484,6 +502,7 @@ static int syncmem_uring_lock_cmd(struct syncmem_region *r, bool rdonly,
 	if (IS_ERR(u))
 		return PTR_ERR(u);
 	u->lock = true;
+	u->offset = arg.offset;
 	u->w.owner = owner;
 	ret = syncmem_uring_lock_take(u, &arg);
 	if (ret != SYNCMEM_WAIT_QUEUED)

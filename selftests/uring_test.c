@@ -717,6 +717,43 @@ TEST_F(uring, notify_passes_over_parked_locks_once)
 	syncmem_lock_init(l, 0);
 }
 
+/*
+ * A LOCK handed the lock in a ring torn down before its CQE is posted:
+ * with IORING_SETUP_DEFER_TASKRUN (6.7+) the CQE waits for the next
+ * io_uring_enter(), and io_uring_queue_exit() then gives the lock up.
+ * Where the CQE is posted at the hand-off (before 6.7), it is read.
+ */
+TEST_F(uring, ring_exit_before_a_handed_lock_is_seen_gives_it_up)
+{
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	};
+	struct syncmem_lock *l = lock_at(self->r, 0);
+	uint64_t me = process_owner(self->r);
+	struct io_uring ring;
+	int i;
+
+	syncmem_lock_init(l, 0);
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	ASSERT_EQ(0, io_uring_queue_init_params(8, &ring, &p));
+	syncmem_prep_lock(sqe_of(&ring, 1), self->r, l, -1);
+	io_uring_submit(&ring);
+	ASSERT_EQ(1, region_waiters(self->r));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	EXPECT_EQ(me, holder_of(l));
+	if (cqe_ready(&ring)) {
+		ASSERT_EQ(0, next_cqe(&ring, NULL, NULL));
+		ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	}
+	io_uring_queue_exit(&ring);
+	/* The ring's end runs in the background. */
+	for (i = 0; i < 3000 && holder_of(l); i++)
+		usleep(1000);
+	EXPECT_EQ(0, holder_of(l));
+	ASSERT_EQ(0, region_waiters(self->r));
+	syncmem_lock_init(l, 0);
+}
+
 TEST_F(uring, malformed_lock_commands_are_refused)
 {
 	struct syncmem_uring_lock lk = { .offset = LOCK_OFF, .owner = process_owner(self->r) };
