@@ -30,8 +30,7 @@
  * its deadline or a signal arrived in the same instant.
  *
  * Waking: a notify claims at most SYNCMEM_WAKE_BATCH waiters per hold of the
- * lock, and passes over at most SYNCMEM_PASS_BATCH it may not claim (each
- * once: syncmem_queue.passed); each kind's ->wake notes what is to be done in a struct
+ * lock; each kind's ->wake notes what is to be done in a struct
  * syncmem_wake (a sleeping task, with a reference; a waiter to complete),
  * which is done after dropping it; then it takes the lock again
  * for the next batch. So the lock is never held for more than a batch, and
@@ -82,7 +81,6 @@ static void syncmem_queue_ctor(void *obj)
 
 	INIT_LIST_HEAD(&q->waiters);
 	INIT_LIST_HEAD(&q->observers);
-	q->passed = &q->waiters;
 }
 
 int syncmem_queue_init(void)
@@ -205,8 +203,6 @@ static void syncmem_waiter_unlink(struct syncmem_region *r,
 				  struct syncmem_waiter *w)
 {
 	lockdep_assert_held(&w->b->lock);
-	if (w->q->passed == &w->node)
-		w->q->passed = w->node.prev;
 	list_del(&w->node);
 	w->q->nr--;
 	atomic_dec(&r->nr_waiters);
@@ -332,7 +328,6 @@ void syncmem_wake_flush(struct syncmem_wake *wk)
 	wk->nr_tasks = 0;
 	wk->nr = 0;
 	wk->nr_gone = 0;
-	wk->nr_passed = 0;
 	if (wk->heir) {
 		wake_up_process(wk->heir);
 		put_task_struct(wk->heir);
@@ -383,14 +378,6 @@ struct syncmem_waiter *syncmem_decide_first(struct syncmem_region *r,
 	return NULL;
 }
 
-/* Under b->lock: is the owner word of @q unrecoverable? */
-static bool syncmem_queue_unrecoverable(struct syncmem_region *r, struct syncmem_queue *q)
-{
-	syncmem_assert_queue_locked(r, q);
-	return (syncmem_word_read(r, q->offset, 8) & SYNCMEM_OWNER_ID) ==
-	       SYNCMEM_OWNER_NOTRECOVERABLE;
-}
-
 /*
  * Under b->lock: may a wake-up to look again (SYNCMEM_W_WOKEN) claim @w?
  * Not an owner waiter that can only be handed its word, unless the word is
@@ -400,49 +387,31 @@ static bool syncmem_waiter_wakeable(struct syncmem_region *r, struct syncmem_que
 				    const struct syncmem_waiter *w)
 {
 	syncmem_assert_queue_locked(r, q);
-	return !w->owner || !w->ops->handed_only || syncmem_queue_unrecoverable(r, q);
-}
-
-/* Under b->lock: a wake-up passed over @w; right after @q->passed, it extends it. */
-static void syncmem_queue_pass(struct syncmem_region *r, struct syncmem_queue *q,
-			       struct syncmem_waiter *w)
-{
-	syncmem_assert_queue_locked(r, q);
-	if (w->node.prev == q->passed)
-		q->passed = &w->node;
+	return !w->owner || !w->ops->handed_only ||
+	       (syncmem_word_read(r, q->offset, 8) & SYNCMEM_OWNER_ID) ==
+	       SYNCMEM_OWNER_NOTRECOVERABLE;
 }
 
 /*
  * Under b->lock: claim with @state up to *@want (NULL: all) of the waiters
  * of @list of @q that arrived by @limit, taking out the gone ones on the
- * way, and passing over the ones a wake-up may not claim (@op->settle),
- * up to SYNCMEM_PASS_BATCH a hold. A wake-up of a recoverable word's
- * writable waiters starts after those passed over before (@q->passed).
+ * way, and passing over the ones a wake-up may not claim (@op->settle).
  * True if this batch had to stop before the end.
  */
 static bool syncmem_wake_list(struct syncmem_region *r, struct syncmem_queue *q,
 			      struct list_head *list, struct syncmem_wake_op *op,
 			      int state, u32 *want, u64 limit, struct syncmem_wake *wk)
 {
-	struct list_head *start = list;
 	struct syncmem_waiter *w, *tmp;
 
 	syncmem_assert_queue_locked(r, q);
-	if (list == &q->waiters && state == SYNCMEM_W_WOKEN && q->passed != list &&
-	    !syncmem_queue_unrecoverable(r, q)) {
-		start = q->passed;
-		op->settle = true;
-	}
-	w = list_entry(start, struct syncmem_waiter, node);
-	list_for_each_entry_safe_continue(w, tmp, list, node) {
+	list_for_each_entry_safe(w, tmp, list, node) {
 		if ((want && !*want) || w->seq > limit)
 			break;
 		if (wk->nr == SYNCMEM_WAKE_BATCH)
 			return true;
 		switch (syncmem_waiter_gone(w)) {
 		case SYNCMEM_GONE_LEAVING:
-			/* For good: its owner died. */
-			syncmem_queue_pass(r, q, w);
 			continue;
 		case SYNCMEM_GONE:
 			if (wk->nr_gone >= SYNCMEM_GONE_BATCH)
@@ -454,9 +423,6 @@ static bool syncmem_wake_list(struct syncmem_region *r, struct syncmem_queue *q,
 		}
 		if (state == SYNCMEM_W_WOKEN && !syncmem_waiter_wakeable(r, q, w)) {
 			op->settle = true;
-			if (wk->nr_passed++ >= SYNCMEM_PASS_BATCH)
-				return true;
-			syncmem_queue_pass(r, q, w);
 			continue;
 		}
 		if (want) {
@@ -828,7 +794,6 @@ again:
 		spare->nr = 0;
 		spare->idle = false;
 		spare->owner_word = false;
-		spare->passed = &spare->waiters;
 	}
 	if (!q) {
 		q = spare;

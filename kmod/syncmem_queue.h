@@ -36,13 +36,6 @@ struct syncmem_queue {
 	 */
 	u16 scan_pass;
 	struct list_head owner_node;	/* there, while it has waiters */
-	/*
-	 * The last of the waiters from the first on that a wake-up passes
-	 * over while the word is recoverable (owner waiters only handed
-	 * their word, and ones leaving as their owner died), or @waiters:
-	 * a wake-up starts after it, so it walks each such waiter once.
-	 */
-	struct list_head *passed;
 };
 
 /* Waiters claimed per hold of a bucket lock. */
@@ -50,9 +43,6 @@ struct syncmem_queue {
 
 /* Gone waiters (syncmem_waiter_gone()) taken out per hold of a bucket lock. */
 #define SYNCMEM_GONE_BATCH	64
-
-/* Waiters a wake-up may not claim that it passes over per hold of a bucket lock. */
-#define SYNCMEM_PASS_BATCH	64
 
 /*
  * What one hold of a bucket lock claimed, to be woken once it is dropped:
@@ -64,7 +54,6 @@ struct syncmem_wake {
 	unsigned int nr_tasks;
 	unsigned int nr;		/* claimed in this batch */
 	unsigned int nr_gone;		/* gone waiters taken out in this hold */
-	unsigned int nr_passed;		/* waiters passed over in this hold */
 	struct list_head deferred;	/* claimed, completed by ->complete */
 	struct task_struct *heir;	/* woken early to spin: next in line */
 };

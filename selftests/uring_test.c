@@ -666,58 +666,6 @@ TEST_F(uring, handoff_never_hands_a_lock_request_a_value)
 }
 
 /*
- * A notify of a lock word that N ring LOCKs wait on passes them over (only
- * an unlock hands them the word), and each only once: the first notify
- * walks them all, a batch per hold of the bucket lock, and later ones
- * start after them (much faster than the first). N is 16384 (4096 on the
- * debug kernel).
- */
-TEST_F(uring, notify_passes_over_parked_locks_once)
-{
-	const int n = on_debug_kernel() ? 4096 : 16384;
-	struct io_uring_params p = { .flags = IORING_SETUP_CQSIZE, .cq_entries = 2 * n };
-	struct syncmem_lock *l = lock_at(self->r, 0);
-	int64_t t0, first, later = INT64_MAX;
-	struct io_uring_sqe *sqe;
-	struct io_uring ring;
-	int i;
-
-	syncmem_lock_init(l, 0);
-	ASSERT_EQ(0, syncmem_lock(self->r, l));
-	ASSERT_EQ(0, io_uring_queue_init_params(256, &ring, &p));
-	for (i = 0; i < n; i++) {
-		sqe = sqe_of(&ring, i);
-		if (!sqe) {
-			ASSERT_LT(0, io_uring_submit(&ring));
-			sqe = sqe_of(&ring, i);
-		}
-		syncmem_prep_lock(sqe, self->r, l, -1);
-	}
-	ASSERT_LT(0, io_uring_submit(&ring));
-	ASSERT_EQ(n, region_waiters(self->r));
-	t0 = now_ns();
-	ASSERT_EQ(0, syncmem_notify(self->r, &l->word, SYNCMEM_ALL));
-	first = now_ns() - t0;
-	for (i = 0; i < 10; i++) {
-		t0 = now_ns();
-		ASSERT_EQ(0, syncmem_notify(self->r, &l->word, SYNCMEM_ALL));
-		t0 = now_ns() - t0;
-		later = t0 < later ? t0 : later;
-	}
-	TH_LOG("first notify %lld us, later %lld us", (long long)first / 1000,
-	       (long long)later / 1000);
-	EXPECT_LT(8 * later, first);
-	EXPECT_FALSE(cqe_ready(&ring));
-	ASSERT_EQ(n, region_waiters(self->r));
-	/* Unrecoverable: all of them end. */
-	__atomic_store_n(&l->word, SYNCMEM_OWNER_NOTRECOVERABLE, __ATOMIC_RELEASE);
-	ASSERT_EQ(n, syncmem_notify(self->r, &l->word, SYNCMEM_ALL));
-	ASSERT_EQ(0, region_waiters(self->r));
-	io_uring_queue_exit(&ring);
-	syncmem_lock_init(l, 0);
-}
-
-/*
  * A LOCK handed the lock in a ring torn down before its CQE is posted:
  * with IORING_SETUP_DEFER_TASKRUN (6.7+) the CQE waits for the next
  * io_uring_enter(), and io_uring_queue_exit() then gives the lock up.
