@@ -1,4 +1,6 @@
-/* Say which path a loop takes; SYNCMEM_LOOP=eventfd forces the fallback. */
+/*
+ * Say which path a loop takes; SYNCMEM_LOOP=eventfd forces the fallback.
+ */
 #include <stdio.h>
 #include <syncmem.h>
 
