@@ -1896,7 +1896,9 @@ int syncmem_locks_request(struct syncmem_locks *m, const void *name, size_t len,
  * died holding it; cb(arg, -EBUSY, NULL) for IF_AVAILABLE when the name
  * is not available; cb(arg, -ENOSPC, NULL) when the manager has no room;
  * cb(arg, -ECANCELED, NULL) after syncmem_locks_abort(), or when the loop
- * was freed first; cb(arg, -EUCLEAN or -ENOMEM, NULL) likewise.
+ * was freed first; cb(arg, -EDQUOT, NULL) when the user has
+ * max_user_async_waits waits queued; cb(arg, -EUCLEAN or -ENOMEM, NULL)
+ * likewise.
  * Errors:
  * -EINVAL: NULL @loop, @m, @name or @cb, or what syncmem_locks_request()
  *	refuses; @cb never runs.

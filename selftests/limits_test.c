@@ -267,6 +267,51 @@ TEST_F(limits, async_waits_are_limited_per_user_across_handles)
 	EXPECT_EQ(0, wait_exit(pid));
 }
 
+/* A Web Locks callback: keeps its result, releases a grant. */
+static void keep_result(void *arg, int result, struct syncmem_held *h)
+{
+	*(int *)arg = result;
+	if (h)
+		syncmem_locks_release(h);
+}
+
+TEST_F(limits, a_web_locks_request_past_the_async_limit_gets_edquot)
+{
+	ASSERT_EQ(0, set_param("max_user_async_waits", 2));
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		size_t size = syncmem_locks_footprint(4, 16);
+		int res[3] = { 1, 1, 1 }, i;
+		struct syncmem_region *r;
+		struct syncmem_loop *loop;
+		struct syncmem_locks *m;
+		struct syncmem_held *h;
+
+		if (become_nobody() || syncmem_open(NULL, size, 0, 0, &r) ||
+		    syncmem_locks_init(r, syncmem_base(r), size, &m) ||
+		    syncmem_loop_new_region(r, &loop) ||
+		    syncmem_locks_request(m, "n", 1, 0, -1, &h))
+			_exit(2);
+		/* Each queued request waits asynchronously: the third is one too many. */
+		for (i = 0; i < 3; i++)
+			if (syncmem_locks_request_async(loop, m, "n", 1, 0, keep_result,
+							&res[i], NULL))
+				_exit(3);
+		for (i = 0; i < 100 && res[2] == 1; i++)
+			syncmem_loop_run_once(loop, 10000000);
+		if (res[0] != 1 || res[1] != 1 || res[2] != -EDQUOT)
+			_exit(4);
+		/* The two queued ones go on: the first is granted at the release. */
+		if (syncmem_locks_release(h))
+			_exit(5);
+		for (i = 0; i < 100 && res[0] == 1; i++)
+			syncmem_loop_run_once(loop, 10000000);
+		_exit(res[0] == 0 ? 0 : 6);
+	}
+	EXPECT_EQ(0, wait_exit(pid));
+}
+
 TEST_F(limits, on_close_actions_are_limited_per_user_across_handles)
 {
 	ASSERT_EQ(0, set_param("max_user_on_close", 3));
