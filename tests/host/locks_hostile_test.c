@@ -454,4 +454,54 @@ TEST(a_thread_cache_never_grants_a_renamed_cell)
 	guarded_unmap(&g);
 }
 
+/*
+ * A fast grant's stamp (query's since_ns) is the clock's reading at the
+ * grant: the stamp calls the vDSO's clock_gettime itself (locks.c). Here
+ * CLOCK_MONOTONIC is read by both, or, where it is a system call, the
+ * stamp reads the coarse clock, up to a tick behind.
+ */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+TEST(a_fast_grant_is_stamped_with_the_time_of_the_grant)
+{
+	size_t len = syncmem_locks_footprint(2, 8);
+	struct syncmem_region r;
+	struct syncmem_locks *m;
+	struct timespec res;
+	struct guarded g;
+	uint64_t tick, prev = 0;
+
+	ASSERT_EQ(0, clock_getres(CLOCK_MONOTONIC_COARSE, &res));
+	tick = (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec;
+	ASSERT_EQ(0, guarded_map(len, &g));
+	ASSERT_EQ(0, stand_in_region(&r, g.mem, g.len, false));
+	ASSERT_EQ(0, syncmem_locks_init(&r, g.mem, len, &m));
+	for (int i = 0; i < 200; i++) {
+		struct syncmem_held *h;
+		uint64_t before = mono_ns(), after, stamp;
+
+		ASSERT_EQ(0, syncmem_locks_request(m, "t", 1, i & 1 ? SYNCMEM_LOCKS_SHARED : 0,
+						   SYNCMEM_FOREVER, &h));
+		after = mono_ns();
+		stamp = m->reqs[h->req].stamp;
+		/* Strictly increasing per thread: at most 1 ns past the clock per grant. */
+		EXPECT_LE(stamp, after + (uint64_t)i + 1);
+		EXPECT_GE(stamp + tick, before);
+		EXPECT_LT(prev, stamp);
+		prev = stamp;
+		ASSERT_EQ(0, syncmem_locks_release(h));
+		if (i % 50 == 49)
+			usleep(2000);	/* let the clock move */
+	}
+	syncmem_locks_detach(m);
+	close(r.fd);
+	guarded_unmap(&g);
+}
+
 TEST_HARNESS_MAIN
