@@ -9,14 +9,20 @@
  *    from the io_uring loop), against a pthread waiter, and the async
  *    waiter against the blocking one; and for a ring waiter (a LOCK command
  *    in its own io_uring, syncmem_prep_lock) against the blocking one.
+ *
+ * Usage: lock_bench [handover] (only the ring waiter's hand-over against
+ * the blocking one's); SYNCMEM_RING_FLAGS picks the ring's setup flags
+ * (ringflags.h).
  */
 #define _GNU_SOURCE
 #include <liburing.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 
 #include "bench.h"
+#include "ringflags.h"
 #include "syncmem.h"
 
 #define SECONDS		0.4
@@ -36,6 +42,8 @@ struct shared {
 };
 
 static struct syncmem_region *region;
+static struct ring_variant variant[RING_VARIANTS_MAX];
+static int cur;			/* the ring waiter's variant */
 /*
  * The baselines live in memfd memory (futexes do not work across processes
  * on region pages): a default process-shared mutex, and an adaptive one
@@ -152,7 +160,7 @@ static double handover(struct shared *sh, enum kind k)
 	if (pid == 0) {
 		if (k == SYNCMEM_ASYNC && syncmem_loop_new(&loop))
 			_exit(1);
-		if (k == SYNCMEM_RING && io_uring_queue_init(4, &ring, 0))
+		if (k == SYNCMEM_RING && io_uring_queue_init(4, &ring, variant[cur].flags))
 			_exit(1);
 		for (int i = 0; i < HANDOVERS; i++) {
 			struct async_waiter w = { sh, i };
@@ -194,11 +202,41 @@ static double handover(struct shared *sh, enum kind k)
 	return bench_median(sh->latency, HANDOVERS);
 }
 
-int main(void)
+/* Ring waiters (each variant) against blocking ones: alternating rounds, medians of medians. */
+static void ring_handover(struct shared *sh, int variants)
 {
+	double sr[ROUNDS], rg[RING_VARIANTS_MAX][ROUNDS], sm;
+	char label[80];
+
+	for (int i = 0; i < ROUNDS; i++) {
+		memset(sh->latency, 0, sizeof(sh->latency));
+		sr[i] = handover(sh, SYNCMEM);
+		for (cur = 0; cur < variants; cur++) {
+			memset(sh->latency, 0, sizeof(sh->latency));
+			rg[cur][i] = handover(sh, SYNCMEM_RING);
+		}
+	}
+	ring_spread("lock hand-over, blocking waiter", "ns", sr, ROUNDS);
+	sm = bench_median(sr, ROUNDS);
+	for (cur = 0; cur < variants; cur++) {
+		const char *what = ring_label(label, sizeof(label), "lock hand-over, ring waiter",
+					      &variant[cur], variants);
+
+		ring_spread(what, "ns", rg[cur], ROUNDS);
+		bench_report(what, "ns", bench_median(rg[cur], ROUNDS), "blocking", sm, 0);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int variants = ring_variants("lock", variant);
+	bool only_handover = argc > 1 && !strcmp(argv[1], "handover");
 	pthread_mutexattr_t a;
 	struct shared *sh;
 	int err;
+
+	if (variants <= 0)
+		return 1;
 
 	err = syncmem_open(NULL, sizeof(struct shared) + 4096, 0, 0, &region);
 	if (err) {
@@ -206,6 +244,11 @@ int main(void)
 		return 1;
 	}
 	sh = syncmem_base(region);
+	if (only_handover) {
+		ring_handover(sh, variants);
+		syncmem_close(region);
+		return 0;
+	}
 	mutex = memfd_shared(4096);
 	if (!mutex)
 		return 1;
@@ -235,7 +278,7 @@ int main(void)
 		bench_report(what, "ops/s", bench_median(f, ROUNDS), "default", sm, 1);
 	}
 	{
-		double pt, sy, as, sr[ROUNDS], rg[ROUNDS];
+		double pt, sy, as;
 
 		memset(sh->latency, 0, sizeof(sh->latency));
 		pt = handover(sh, PTHREAD);
@@ -246,15 +289,7 @@ int main(void)
 		bench_report("lock hand-over, blocking waiter", "ns", sy, "pthread", pt, 0);
 		bench_report("lock hand-over, async waiter", "ns", as, "pthread", pt, 0);
 		bench_report("lock hand-over, async waiter", "ns", as, "blocking", sy, 0);
-		/* Ring against blocking: alternating rounds, medians of their medians. */
-		for (int i = 0; i < ROUNDS; i++) {
-			memset(sh->latency, 0, sizeof(sh->latency));
-			sr[i] = handover(sh, SYNCMEM);
-			memset(sh->latency, 0, sizeof(sh->latency));
-			rg[i] = handover(sh, SYNCMEM_RING);
-		}
-		bench_report("lock hand-over, ring waiter", "ns", bench_median(rg, ROUNDS),
-			     "blocking", bench_median(sr, ROUNDS), 0);
+		ring_handover(sh, variants);
 	}
 	syncmem_close(region);
 	return 0;
