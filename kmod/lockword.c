@@ -73,7 +73,7 @@ static void syncmem_region_owner_scan(struct work_struct *work)
 	u64 offsets[SYNCMEM_SCAN_CHUNK];
 	struct syncmem_queue *q;
 	unsigned int n, i;
-	u16 pass;
+	u8 pass;
 
 	spin_lock(&r->owner_lock);
 	pass = ++r->owner_scan_pass;

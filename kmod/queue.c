@@ -198,13 +198,29 @@ void syncmem_queue_free(struct syncmem_queue *q)
 		kmem_cache_free(syncmem_queue_cache, q);
 }
 
+/*
+ * Is @w one a wake-up to look again may not claim while its word is
+ * recoverable (syncmem_queue_passes_over()): an owner waiter that can only
+ * be handed its word? Fixed before it is queued.
+ */
+static bool syncmem_waiter_handed_only(const struct syncmem_waiter *w)
+{
+	return w->owner && w->ops->handed_only;
+}
+
 /* Under b->lock: take @w out of its queue. */
 static void syncmem_waiter_unlink(struct syncmem_region *r,
 				  struct syncmem_waiter *w)
 {
+	struct syncmem_queue *q = w->q;
+
 	lockdep_assert_held(&w->b->lock);
 	list_del(&w->node);
-	w->q->nr--;
+	if (!w->observer && !syncmem_waiter_handed_only(w) && q->wakeable != U16_MAX)
+		q->wakeable--;
+	if (list_empty(&q->waiters))
+		q->wakeable = 0;
+	q->nr--;
 	atomic_dec(&r->nr_waiters);
 	atomic_long_dec(&r->ns->usage.waiters);
 }
@@ -379,16 +395,14 @@ struct syncmem_waiter *syncmem_decide_first(struct syncmem_region *r,
 }
 
 /*
- * Under b->lock: may a wake-up to look again (SYNCMEM_W_WOKEN) claim @w?
- * Not an owner waiter that can only be handed its word, unless the word is
- * unrecoverable: nobody will ever be handed it.
+ * Under b->lock: does a wake-up to look again (SYNCMEM_W_WOKEN) pass over
+ * the owner waiters of @q that can only be handed its word? Unless the word
+ * is unrecoverable: nobody will ever be handed it, so they are woken too.
  */
-static bool syncmem_waiter_wakeable(struct syncmem_region *r, struct syncmem_queue *q,
-				    const struct syncmem_waiter *w)
+static bool syncmem_queue_passes_over(struct syncmem_region *r, struct syncmem_queue *q)
 {
 	syncmem_assert_queue_locked(r, q);
-	return !w->owner || !w->ops->handed_only ||
-	       (syncmem_word_read(r, q->offset, 8) & SYNCMEM_OWNER_ID) ==
+	return (syncmem_word_read(r, q->offset, 8) & SYNCMEM_OWNER_ID) !=
 	       SYNCMEM_OWNER_NOTRECOVERABLE;
 }
 
@@ -396,18 +410,29 @@ static bool syncmem_waiter_wakeable(struct syncmem_region *r, struct syncmem_que
  * Under b->lock: claim with @state up to *@want (NULL: all) of the waiters
  * of @list of @q that arrived by @limit, taking out the gone ones on the
  * way, and passing over the ones a wake-up may not claim (@op->settle).
+ * A wake-up to look again of a recoverable word's waiters stops where
+ * none it may claim are left (@q->wakeable), rather than walk the rest;
+ * those it passes over ahead of one it may claim it still walks.
  * True if this batch had to stop before the end.
  */
 static bool syncmem_wake_list(struct syncmem_region *r, struct syncmem_queue *q,
 			      struct list_head *list, struct syncmem_wake_op *op,
 			      int state, u32 *want, u64 limit, struct syncmem_wake *wk)
 {
+	bool pass_over = false;
 	struct syncmem_waiter *w, *tmp;
 
 	syncmem_assert_queue_locked(r, q);
+	if (state == SYNCMEM_W_WOKEN && list == &q->waiters && !list_empty(list))
+		pass_over = syncmem_queue_passes_over(r, q);
 	list_for_each_entry_safe(w, tmp, list, node) {
 		if ((want && !*want) || w->seq > limit)
 			break;
+		if (pass_over && !q->wakeable) {
+			/* Only waiters handed their word are left. */
+			op->settle = true;
+			break;
+		}
 		if (wk->nr == SYNCMEM_WAKE_BATCH)
 			return true;
 		switch (syncmem_waiter_gone(w)) {
@@ -421,7 +446,7 @@ static bool syncmem_wake_list(struct syncmem_region *r, struct syncmem_queue *q,
 		case SYNCMEM_LIVE:
 			break;
 		}
-		if (state == SYNCMEM_W_WOKEN && !syncmem_waiter_wakeable(r, q, w)) {
+		if (pass_over && syncmem_waiter_handed_only(w)) {
 			op->settle = true;
 			continue;
 		}
@@ -722,6 +747,8 @@ static void syncmem_waiter_link(struct syncmem_region *r, struct syncmem_bucket 
 		atomic_dec(&r->nr_idle_queues);
 	}
 	list_add_tail(&w->node, w->observer ? &q->observers : &q->waiters);
+	if (!w->observer && !syncmem_waiter_handed_only(w) && q->wakeable != U16_MAX)
+		q->wakeable++;
 	q->nr++;
 	atomic_inc(&r->nr_waiters);
 	atomic_long_inc(&r->ns->usage.waiters);
@@ -794,6 +821,7 @@ again:
 		spare->nr = 0;
 		spare->idle = false;
 		spare->owner_word = false;
+		spare->wakeable = 0;
 	}
 	if (!q) {
 		q = spare;

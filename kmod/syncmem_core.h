@@ -206,7 +206,7 @@ struct syncmem_region {
 	/* Its owner words with waiters (wait.c). */
 	spinlock_t owner_lock;		/* owner_queues, owner_scan_pass */
 	struct list_head owner_queues;
-	u16 owner_scan_pass;		/* of owner_scan_work */
+	u8 owner_scan_pass;		/* of owner_scan_work */
 	struct work_struct owner_scan_work;
 	struct list_head owner_node;	/* in the regions that have some */
 	u32 owner_walk_pass;		/* under the lock of that list */

@@ -27,16 +27,30 @@ struct syncmem_queue {
 	struct list_head waiters;	/* writable fds' waiters, oldest first */
 	struct list_head observers;	/* read-only fds' waiters, oldest first */
 	u32 nr;				/* waiters and observers queued */
-	bool idle;			/* empty but kept in the bucket */
-	bool owner_word;		/* in its region's owner_queues */
+	u8 idle:1;			/* empty but kept in the bucket */
+	u8 owner_word:1;		/* in its region's owner_queues */
 	/*
-	 * The region's scan that took it last. Every pass takes every queue
-	 * listed when it starts, so 16 bits never wrap onto a live value;
-	 * they fit where padding was (a queue is part of a waiter's cost).
+	 * The region's scan that took it last (under its owner_lock, so a
+	 * byte of its own). Every pass takes every queue listed when it
+	 * starts, so listed queues hold the latest pass or the one before:
+	 * 8 bits never wrap onto a live value.
 	 */
-	u16 scan_pass;
+	u8 scan_pass;
+	/*
+	 * Of @waiters, those a wake-up may claim while the word is
+	 * recoverable: all but owner waiters only handed their word
+	 * (->handed_only), so that a notify stops at the last one it may
+	 * claim instead of walking those after it. It sticks at
+	 * U16_MAX once there (a notify walks them all then) until @waiters
+	 * empties. It fits where the queue has no padding left: a queue is
+	 * part of what a waiter costs.
+	 */
+	u16 wakeable;
 	struct list_head owner_node;	/* there, while it has waiters */
 };
+
+/* What a parked command may cost is budgeted (Documentation/syncmem/async.rst). */
+static_assert(!IS_ENABLED(CONFIG_64BIT) || sizeof(struct syncmem_queue) <= 80);
 
 /* Waiters claimed per hold of a bucket lock. */
 #define SYNCMEM_WAKE_BATCH	16

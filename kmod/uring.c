@@ -173,7 +173,7 @@ static void syncmem_uring_done(struct io_uring_cmd *cmd, unsigned int issue_flag
 /*
  * A LOCK's res for what its waiter got: held (0, or -EOWNERDEAD after a
  * dead holder), or not. Its only wake-up is the word's becoming
- * unrecoverable (syncmem_waiter_wakeable()).
+ * unrecoverable (syncmem_queue_passes_over()).
  */
 static int syncmem_uring_lock_result(int result)
 {
