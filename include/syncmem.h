@@ -404,7 +404,8 @@ struct io_uring_sqe;			/* <liburing.h> */
  * Fill an io_uring SQE with a wait on a word of a region.
  * syncmem_prep_wait32() waits on the 4-byte word @addr of @r,
  * syncmem_prep_wait64() on an 8-byte one, for the caller's own io_uring.
- * Once io_uring_submit() returns, the wait is queued in the word's FIFO
+ * Once the command is issued (in io_uring_submit(), unless IOSQE_ASYNC,
+ * SQPOLL or a link defers it), the wait is queued in the word's FIFO
  * queue with blocking and loop-based waiters; its end is one CQE of that
  * ring, with the user_data the caller gives @sqe (before or after this call).
  * @timeout_ns counts from the submission (negative: no limit; 0: do not
@@ -422,12 +423,13 @@ struct io_uring_sqe;			/* <liburing.h> */
  * else one of the errors below.
  * Errors:
  * -ECANCELED: syncmem_prep_cancel() ended it, or its ring was torn down
- *	or its process exited or exec'd while it was pending.
+ *	or its submitting thread exited or exec'd while it was pending.
  * -EINVAL: @addr is NULL, misaligned or not inside @r.
  * -EBADF: @r is NULL.
  * -EDQUOT: the user has max_user_async_waits waits queued.
  * -ENOMEM: no memory.
- * -EOPNOTSUPP: the module has no io_uring commands.
+ * -EOPNOTSUPP: the module has no io_uring commands, or the ring was set
+ *	up with IORING_SETUP_IOPOLL.
  */
 void syncmem_prep_wait32(struct io_uring_sqe *sqe, struct syncmem_region *r,
 			 const uint32_t *addr, uint32_t expected, int64_t timeout_ns);
@@ -440,21 +442,26 @@ struct syncmem_lock;
  * Fill an io_uring SQE that takes a lock for the calling process.
  * It takes @l of @r as syncmem_lock_async() does: its CQE says the lock
  * is held.
- * Once io_uring_submit() returns, the request has taken a free lock, or is
+ * Once the command is issued (in io_uring_submit(), unless IOSQE_ASYNC,
+ * SQPOLL or a link defers it), the request has taken a free lock, or is
  * queued in the lock's FIFO queue with blocking and loop-based lockers;
  * an unlock hands the lock over to it directly (even without
  * SYNCMEM_LOCK_FAIR: it never competes for a freed lock).
  * The lock belongs to the process: any of its threads unlocks it with
- * syncmem_unlock(). The process's owner id is fetched from the kernel on
- * the first call (one system call, once per process).
+ * syncmem_unlock(). It is not recursive: a request for a lock the process
+ * holds waits for the process's own unlock (no deadlock is detected).
+ * The process's owner id is fetched from the kernel on the first call
+ * (one system call, once per process).
  * @timeout_ns counts from the submission (negative: no limit; 0: do not
  * wait), and may end up to 1/131072 of itself late.
  * Every field of @sqe the command uses is filled (a reused SQE is fine);
  * the ring needs no flags. Cancel it with syncmem_prep_cancel().
  * From Linux 6.7 the CQE of a hand-off is posted by the submitter's task
- * work (with IORING_SETUP_DEFER_TASKRUN, at its next wait for CQEs): a
- * ring torn down before that gives the lock up again. A CQE posted but
- * never read leaves the lock held by the process.
+ * work: a ring torn down before that gives the lock up again. With
+ * IORING_SETUP_DEFER_TASKRUN that task work runs at the submitter's next
+ * wait for CQEs, and until then the process holds the lock while its CQE
+ * is not visible. A CQE posted but never read leaves the lock held by the
+ * process.
  *
  * Returns: nothing; the CQE's res is 0 (the caller's process holds @l),
  * else one of the errors below.
@@ -463,7 +470,7 @@ struct syncmem_lock;
  *	(see syncmem_lock()).
  * -ETIMEDOUT: the timeout passed.
  * -ECANCELED: syncmem_prep_cancel() ended it, or its ring was torn down
- *	or its process exited or exec'd while it was pending.
+ *	or its submitting thread exited or exec'd while it was pending.
  * -ENOTRECOVERABLE: @l can never be taken again.
  * -EINVAL: @l is NULL, misaligned or not inside @r, the process's owner
  *	id could not be fetched, or the module has no LOCK command (no
@@ -473,7 +480,8 @@ struct syncmem_lock;
  *	process writes it).
  * -EDQUOT: the user has max_user_async_waits waits queued.
  * -ENOMEM: no memory.
- * -EOPNOTSUPP: the module has no io_uring commands.
+ * -EOPNOTSUPP: the module has no io_uring commands, or the ring was set
+ *	up with IORING_SETUP_IOPOLL.
  */
 void syncmem_prep_lock(struct io_uring_sqe *sqe, struct syncmem_region *r,
 		       struct syncmem_lock *l, int64_t timeout_ns);
