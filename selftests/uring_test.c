@@ -526,11 +526,52 @@ TEST_F(uring, lock_one_fifo_with_blocking_and_loop_lockers)
 	syncmem_loop_free(loop);
 }
 
+#define RACE_ROUNDS	256
+
+/* Busy-wait for @us microseconds. */
+static void spin_us(int us)
+{
+	int64_t end = now_ns() + us * 1000LL;
+
+	while (now_ns() < end)
+		;
+}
+
+/* The unlocking side of lock_cancel_ends_it_exactly_once's race. */
+struct race_unlock {
+	struct syncmem_region *r;
+	struct syncmem_lock *l;
+	int round;	/* set to start a round; -1 ends the thread */
+	int done;	/* the last round it unlocked in */
+	int err;	/* unlocks that failed */
+};
+
+/* Unlock as soon as a round starts, after a delay that varies by round. */
+static void *race_unlocker(void *arg)
+{
+	struct race_unlock *race = arg;
+	int round = 0, go;
+
+	for (;;) {
+		while ((go = __atomic_load_n(&race->round, __ATOMIC_ACQUIRE)) == round)
+			;
+		if (go < 0)
+			return NULL;
+		round = go;
+		spin_us(round / 32 % 8);
+		if (syncmem_unlock(race->r, race->l))
+			race->err++;
+		__atomic_store_n(&race->done, round, __ATOMIC_RELEASE);
+	}
+}
+
 TEST_F(uring, lock_cancel_ends_it_exactly_once)
 {
 	struct syncmem_lock *l = lock_at(self->r, 0);
+	struct race_unlock race = { 0 };
+	int res, i, seen, won[2] = { 0 };
+	pthread_t t;
 	uint64_t ud;
-	int res, i, seen;
 
 	syncmem_lock_init(l, 0);
 	ASSERT_EQ(0, syncmem_lock(self->r, l));
@@ -547,19 +588,27 @@ TEST_F(uring, lock_cancel_ends_it_exactly_once)
 	ASSERT_EQ(0, region_waiters(self->r));
 	ASSERT_EQ(0, syncmem_unlock(self->r, l));
 	EXPECT_EQ(0, l->word);
-	/* Cancel and unlock race: one CQE for the request; held only if 0. */
-	for (i = 0; i < 200; i++) {
+	/*
+	 * Cancel and unlock race: another thread unlocks as this one submits
+	 * the cancel, each after a delay that varies by round, so that either
+	 * may claim the request first. One CQE for it; held only if 0.
+	 */
+	race.r = self->r;
+	race.l = l;
+	ASSERT_EQ(0, pthread_create(&t, NULL, race_unlocker, &race));
+	for (i = 1; i <= RACE_ROUNDS; i++) {
 		int lock_res = INT32_MIN, cancel_res = INT32_MIN;
 
-		ASSERT_EQ(0, syncmem_lock(self->r, l));
+		/* Held by the process (a ring LOCK), so that any thread unlocks it. */
+		syncmem_prep_lock(sqe_of(&self->ring, 9), self->r, l, -1);
+		io_uring_submit(&self->ring);
+		ASSERT_EQ(0, next_cqe(&self->ring, NULL, NULL));
 		syncmem_prep_lock(sqe_of(&self->ring, 10), self->r, l, -1);
 		io_uring_submit(&self->ring);
 		syncmem_prep_cancel(sqe_of(&self->ring, 11), self->r, 10);
-		if (i & 1)
-			ASSERT_EQ(0, syncmem_unlock(self->r, l));
+		__atomic_store_n(&race.round, i, __ATOMIC_RELEASE);
+		spin_us(i % 32);
 		io_uring_submit(&self->ring);
-		if (!(i & 1))
-			ASSERT_EQ(0, syncmem_unlock(self->r, l));
 		for (seen = 0; seen < 2; seen++) {
 			res = next_cqe(&self->ring, &ud, NULL);
 			ASSERT_NE(INT32_MIN, res);
@@ -568,15 +617,22 @@ TEST_F(uring, lock_cancel_ends_it_exactly_once)
 			else
 				cancel_res = res;
 		}
+		while (__atomic_load_n(&race.done, __ATOMIC_ACQUIRE) != i)
+			;
+		ASSERT_EQ(0, race.err);
 		ASSERT_FALSE(cqe_ready(&self->ring));
 		ASSERT_TRUE((lock_res == -ECANCELED && cancel_res == 0) ||
 			    (lock_res == 0 && cancel_res == -ENOENT)) {
 			TH_LOG("round %d: lock %d, cancel %d", i, lock_res, cancel_res);
 		}
+		won[lock_res == 0]++;
 		if (lock_res == 0)
 			ASSERT_EQ(0, syncmem_unlock(self->r, l));
 		ASSERT_EQ(0, holder_of(l));
 	}
+	__atomic_store_n(&race.round, -1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	TH_LOG("cancel first %d times, unlock first %d times", won[0], won[1]);
 	ASSERT_EQ(0, region_waiters(self->r));
 }
 
