@@ -462,6 +462,15 @@ static long syncmem_uring_lock_take(struct syncmem_uring *u, struct syncmem_wait
 				return SYNCMEM_WAIT_HANDED_OFF;
 			continue;
 		}
+		/*
+		 * A try (or a deadline already past) of a live holder's word:
+		 * failed, and no waiters mark that would send the holder's
+		 * unlock to the kernel to find nobody. A dead holder's word is
+		 * taken over below, even by a try.
+		 */
+		if (arg->deadline_ns != SYNCMEM_NO_DEADLINE &&
+		    arg->deadline_ns <= ktime_get_ns() && syncmem_owner_alive(id))
+			return SYNCMEM_WAIT_TIMED_OUT;
 		if (!(v & SYNCMEM_OWNER_WAITERS) &&
 		    !syncmem_word_cmpxchg(r, arg->offset, 8, v, v | SYNCMEM_OWNER_WAITERS))
 			continue;

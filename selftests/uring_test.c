@@ -348,7 +348,7 @@ static uint64_t holder_of(const struct syncmem_lock *l)
 TEST_F(uring, lock_results)
 {
 	struct syncmem_lock *l = lock_at(self->r, 0);
-	uint64_t me = process_owner(self->r);
+	uint64_t me = process_owner(self->r), word;
 	int64_t t0;
 
 	ASSERT_NE(0, me);
@@ -360,11 +360,17 @@ TEST_F(uring, lock_results)
 	EXPECT_EQ(me, holder_of(l));
 	ASSERT_EQ(0, syncmem_unlock(self->r, l));
 	EXPECT_EQ(0, l->word);
-	/* Held by this thread: a try, then a timeout from the submission. */
+	/*
+	 * Held by this thread: a try, which leaves the word as it was (no
+	 * waiters mark for the holder's unlock to take to the kernel), then
+	 * a timeout from the submission.
+	 */
 	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	word = l->word;
 	syncmem_prep_lock(sqe_of(&self->ring, 2), self->r, l, 0);
 	io_uring_submit(&self->ring);
 	ASSERT_EQ(-ETIMEDOUT, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_EQ(word, l->word);
 	t0 = now_ns();
 	syncmem_prep_lock(sqe_of(&self->ring, 3), self->r, l, 30 * MS);
 	io_uring_submit(&self->ring);
@@ -397,6 +403,14 @@ TEST_F(uring, lock_results)
 	ASSERT_EQ(-EOWNERDEAD, next_cqe(&self->ring, NULL, NULL));
 	EXPECT_EQ(me, holder_of(l));
 	EXPECT_TRUE(l->word & SYNCMEM_OWNER_DIED);
+	ASSERT_EQ(0, syncmem_lock_consistent(self->r, l));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	/* A try of a dead holder's word takes it over. */
+	__atomic_store_n(&l->word, SYNCMEM_OWNER_GONE, __ATOMIC_RELEASE);
+	syncmem_prep_lock(sqe_of(&self->ring, 8), self->r, l, 0);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(-EOWNERDEAD, next_cqe(&self->ring, NULL, NULL));
+	EXPECT_EQ(me, holder_of(l));
 	ASSERT_EQ(0, syncmem_lock_consistent(self->r, l));
 	ASSERT_EQ(0, syncmem_unlock(self->r, l));
 	/* Unrecoverable: at once, and for a parked request when it becomes so. */
