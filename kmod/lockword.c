@@ -166,7 +166,10 @@ void syncmem_owner_words_scan(void)
  * Under the lock, before anything is claimed: the holder releases the word.
  * Hand it to the oldest owner waiter (with SYNCMEM_UNLOCK_HANDOFF, or if it
  * is only ever handed its word), or free it and wake the oldest waiter, or
- * free it for good when nobody waits.
+ * free it for good when nobody waits. A waiter woken that is no owner
+ * waiter (a plain wait on the word) will not take it: when others wait
+ * behind it, the word is settled after (@op->settle), so that the next
+ * one gets it instead of staying queued on a free word.
  */
 static long syncmem_unlock_decide(struct syncmem_region *r,
 				  struct syncmem_queue *q,
@@ -198,6 +201,8 @@ static long syncmem_unlock_decide(struct syncmem_region *r,
 		return -EAGAIN;
 	op->target = w;
 	op->observers = true;	/* the word changed */
+	if (ret == SYNCMEM_UNLOCK_WOKE && !w->owner && !list_is_singular(&q->waiters))
+		op->settle = true;
 	return ret;
 }
 
@@ -209,17 +214,20 @@ long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg)
 		.decide = syncmem_unlock_decide,
 		.arg = &arg,
 	};
-	int err;
+	long ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if ((arg.flags & ~SYNCMEM_UNLOCK_FLAGS) || arg.pad)
 		return -EINVAL;
-	err = syncmem_word_check(r, arg.offset, 8, 0);
-	if (err)
-		return err;
+	ret = syncmem_word_check(r, arg.offset, 8, 0);
+	if (ret)
+		return ret;
 	op.offset = arg.offset;
-	return syncmem_wake_word(r, &op);
+	ret = syncmem_wake_word(r, &op);
+	if (op.settle)
+		syncmem_owner_word_settle(r, arg.offset);
+	return ret;
 }
 
 /* A wake-up that reached nobody: the word's heir, if it has one, gets it. */

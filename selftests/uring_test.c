@@ -735,6 +735,35 @@ TEST_F(uring, handoff_never_hands_a_lock_request_a_value)
 	ASSERT_EQ(0, region_waiters(self->r));
 }
 
+/*
+ * An unlock whose oldest waiter is a plain wait on the lock word wakes it
+ * and frees the word, and a LOCK queued behind gets it then, instead of
+ * staying parked on a free word until the next event.
+ */
+TEST_F(uring, unlock_past_a_plain_wait_hands_the_lock_on)
+{
+	struct syncmem_lock *l = lock_at(self->r, 0);
+	uint64_t me = process_owner(self->r), ud = 0;
+	int i, res;
+
+	syncmem_lock_init(l, 0);
+	ASSERT_EQ(0, syncmem_lock(self->r, l));
+	syncmem_prep_wait64(sqe_of(&self->ring, 1), self->r, &l->word, l->word, -1);
+	syncmem_prep_lock(sqe_of(&self->ring, 2), self->r, l, -1);
+	ASSERT_EQ(2, io_uring_submit(&self->ring));
+	ASSERT_EQ(2, region_waiters(self->r));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	for (i = 0; i < 2; i++) {
+		res = next_cqe(&self->ring, &ud, NULL);
+		ASSERT_EQ(ud == 1 ? SYNCMEM_OK : 0, res)
+			TH_LOG("user_data %llu", (unsigned long long)ud);
+	}
+	EXPECT_EQ(me, holder_of(l));
+	ASSERT_EQ(0, syncmem_unlock(self->r, l));
+	EXPECT_EQ(0, l->word);
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
 /* The shortest of 10 notifies of every waiter of @word, which wake none. */
 static int64_t quickest_notify(struct __test_metadata *_metadata,
 			       struct syncmem_region *r, uint64_t *word)

@@ -671,7 +671,10 @@ struct syncmem_lock_wait {
  * lock never becomes free, and should that waiter die before it runs, its
  * death is an owner's death like any other. Without the flag the word
  * becomes SYNCMEM_OWNER_WAITERS alone (free, waited on) and the oldest
- * waiter is woken to compete for it. With nobody waiting the word becomes 0.
+ * waiter is woken to compete for it. An oldest waiter that is no owner
+ * waiter (a plain wait on the word) will not take the word: once it is
+ * woken, the next waiter gets the word as after a dead holder's.
+ * With nobody waiting the word becomes 0.
  * Waiters whose owner is dead are passed over. Needs a writable region fd.
  * Errors: -EAGAIN (the word is not @expected), -EINVAL.
  */
