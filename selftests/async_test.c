@@ -1279,12 +1279,14 @@ TEST(stress_async_sync_notify_cancel)
  */
 TEST(completion_races_with_the_waiters_exit)
 {
+	/* A fork and a loop per round: the debug kernel under a busy host is slow. */
+	struct round_budget b = round_budget(200, 32, 12);
 	struct syncmem_region *r;
 	uint32_t *word;
 
 	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &r));
 	word = syncmem_base(r);
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; round_budget_more(&b, i); i++) {
 		pid_t pid = fork();
 
 		ASSERT_LE(0, pid);
