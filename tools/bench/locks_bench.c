@@ -12,8 +12,9 @@
  *    shared, against the pthread rwlock with the same mix (target: at
  *    least 0.5x).
  * The figure is the total of acquire+release pairs per second of all
- * processes, each around a short read (or, exclusive, a write) of shared
- * data.
+ * processes, each around a short read (or, exclusive, a write) of the
+ * data its name (or lock) guards: with distinct names, each process's own
+ * cache line.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -32,7 +33,10 @@ enum kind { LOCK, PTHREAD, WEBLOCKS };
 
 struct shared {
 	struct syncmem_lock own[8] __attribute__((aligned(64)));
-	uint64_t data[8] __attribute__((aligned(64)));
+	/* Line 0 guarded by the one name (or lock); line i by process i's own. */
+	struct {
+		uint64_t w[8];
+	} data[8] __attribute__((aligned(64)));
 	_Atomic int go;
 	double rate[8];
 	uint8_t mgr[] __attribute__((aligned(64)));
@@ -97,6 +101,7 @@ static double hammer(void *arg, int id)
 	double t0 = bench_now(), t1;
 	char name[16];
 	size_t len = (size_t)snprintf(name, sizeof(name), "name-%d", j->distinct ? id : 0);
+	uint64_t *data = sh->data[j->distinct ? id : 0].w;
 	long n = 0;
 
 	do {
@@ -106,9 +111,9 @@ static double hammer(void *arg, int id)
 
 			take(j, id, excl, &h, name, len);
 			if (excl)
-				sh->data[i & 7]++;
+				data[i & 7]++;
 			else
-				sink += sh->data[i & 7];
+				sink += data[i & 7];
 			give(j, id, h);
 		}
 		n += 64;
