@@ -49,7 +49,10 @@
 /* How often parked commands are checked for an end, where io_uring does not tell. */
 #define SYNCMEM_URING_CHECK	(HZ / 20)
 
-/* Parked commands one check looks at per hold of the table lock. */
+/*
+ * Parked commands one check looks at per hold of the table lock (and at
+ * most one chain of the table more), and ends per batch.
+ */
 #define SYNCMEM_URING_CHUNK	64
 
 struct syncmem_uring {
@@ -58,14 +61,12 @@ struct syncmem_uring {
 	struct syncmem_region *r;	/* referenced */
 	struct syncmem_user *user;	/* charged; referenced */
 	struct hlist_node hash_node;	/* in the table while pending */
-	struct list_head node;		/* in syncmem_uring_pending while pending */
 	refcount_t ref;			/* the command's, the timer's, lookups' */
 	int result;			/* once claimed: the CQE's res */
 	union {
 		u64 res2;		/* a wait's big_cqe[0], once claimed */
 		u64 offset;		/* a LOCK's word (its big_cqe[0] is 0) */
 	};
-	u32 check_pass;			/* the check that looked at it last */
 	bool pending;			/* in the table; under its lock */
 	bool lock;			/* a LOCK: w.owner is the process's id */
 	bool timed;			/* a struct syncmem_uring_timed */
@@ -84,11 +85,14 @@ struct syncmem_uring_timed {
 
 static struct kmem_cache *syncmem_uring_cache, *syncmem_uring_timed_cache;
 
-/* Pending commands by (ring, user_data), and all of them in arrival order. */
+/*
+ * Pending commands by (ring, user_data), and how many (under the lock). The
+ * check walks the table: a list of them besides would cost every command
+ * 16 bytes.
+ */
 static DEFINE_SPINLOCK(syncmem_uring_lock);
 static DEFINE_HASHTABLE(syncmem_uring_table, 10);
-static LIST_HEAD(syncmem_uring_pending);
-static u32 syncmem_uring_check_pass;	/* under syncmem_uring_lock */
+static unsigned long syncmem_uring_nr_pending;
 
 /* Commands alive; module exit waits for zero (timers and work in flight). */
 static atomic_t syncmem_nr_uring = ATOMIC_INIT(0);
@@ -141,7 +145,7 @@ static void syncmem_uring_unlist(struct syncmem_uring *u)
 	if (u->pending) {
 		u->pending = false;
 		hash_del(&u->hash_node);
-		list_del(&u->node);
+		syncmem_uring_nr_pending--;
 	}
 	spin_unlock(&syncmem_uring_lock);
 }
@@ -305,10 +309,8 @@ static int syncmem_uring_admit(struct syncmem_waiter *w)
 	spin_lock(&syncmem_uring_lock);
 	hash_add(syncmem_uring_table, &u->hash_node,
 		 syncmem_uring_key(syncmem_uring_ring(u->cmd), syncmem_uring_user_data(u->cmd)));
-	first = list_empty(&syncmem_uring_pending);
-	list_add_tail(&u->node, &syncmem_uring_pending);
+	first = !syncmem_uring_nr_pending++;
 	u->pending = true;
-	u->check_pass = syncmem_uring_check_pass;
 	spin_unlock(&syncmem_uring_lock);
 	if (!SYNCMEM_URING_F_CANCEL && first)
 		mod_delayed_work(system_wq, &syncmem_uring_check_work, SYNCMEM_URING_CHECK);
@@ -615,46 +617,56 @@ int syncmem_uring_cmd(struct syncmem_region *r, bool rdonly, struct io_uring_cmd
 }
 
 /*
+ * Under syncmem_uring_lock: from chain @*bkt on, take up to a batch of
+ * parked commands whose ring or submitter ends into @batch (referenced),
+ * looking at about SYNCMEM_URING_CHUNK commands. A chain the batch filled
+ * is looked at again (what the batch ends leaves it; what a waker claimed
+ * meanwhile is passed over); any other is done with.
+ */
+static unsigned int syncmem_uring_collect(unsigned int *bkt, struct syncmem_uring **batch)
+{
+	unsigned int n = 0, seen = 0;
+	struct syncmem_uring *u;
+
+	lockdep_assert_held(&syncmem_uring_lock);
+	while (*bkt < HASH_SIZE(syncmem_uring_table) && seen < SYNCMEM_URING_CHUNK) {
+		hlist_for_each_entry(u, &syncmem_uring_table[*bkt], hash_node) {
+			seen++;
+			if (READ_ONCE(u->w.state) != SYNCMEM_W_QUEUED ||
+			    !syncmem_uring_abandoned(u->cmd))
+				continue;
+			refcount_inc(&u->ref);
+			batch[n++] = u;
+			if (n == SYNCMEM_URING_CHUNK)
+				return n;
+		}
+		(*bkt)++;
+	}
+	return n;
+}
+
+/*
  * The check, where io_uring does not ask for parked commands of an ending
- * ring or task: one pass over the pending ones, a chunk per hold of the
- * lock, each moved to the tail as it is looked at. Runs again while any
- * command is pending.
+ * ring or task: one walk over the table, a chain or a chunk per hold of
+ * the lock. Runs again while any command is pending.
  */
 static void syncmem_uring_check(struct work_struct *work)
 {
 	struct syncmem_uring *batch[SYNCMEM_URING_CHUNK];
-	struct syncmem_uring *u;
-	unsigned int n, i;
-	bool more;
-	u32 pass;
+	unsigned int bkt = 0, n, i;
 
-	spin_lock(&syncmem_uring_lock);
-	pass = ++syncmem_uring_check_pass;
-	spin_unlock(&syncmem_uring_lock);
 	do {
-		n = 0;
 		spin_lock(&syncmem_uring_lock);
-		while (n < SYNCMEM_URING_CHUNK && !list_empty(&syncmem_uring_pending)) {
-			u = list_first_entry(&syncmem_uring_pending, struct syncmem_uring, node);
-			if (u->check_pass == pass)
-				break;
-			u->check_pass = pass;
-			list_move_tail(&u->node, &syncmem_uring_pending);
-			if (!syncmem_uring_abandoned(u->cmd))
-				continue;
-			refcount_inc(&u->ref);
-			batch[n++] = u;
-		}
-		more = n == SYNCMEM_URING_CHUNK;
+		n = syncmem_uring_collect(&bkt, batch);
 		spin_unlock(&syncmem_uring_lock);
 		for (i = 0; i < n; i++) {
 			syncmem_uring_end(batch[i], SYNCMEM_W_CANCELLED, -ECANCELED, false, 0);
 			syncmem_uring_put(batch[i]);
 		}
 		cond_resched();
-	} while (more);
+	} while (bkt < HASH_SIZE(syncmem_uring_table));
 	spin_lock(&syncmem_uring_lock);
-	if (!list_empty(&syncmem_uring_pending))
+	if (syncmem_uring_nr_pending)
 		mod_delayed_work(system_wq, &syncmem_uring_check_work, SYNCMEM_URING_CHECK);
 	spin_unlock(&syncmem_uring_lock);
 }
