@@ -110,7 +110,8 @@ static long syncmem_ioctl_version(void __user *uarg)
 				   SYNCMEM_FEAT_ON_CLOSE_ADD | SYNCMEM_FEAT_INTROSPECT |
 				   SYNCMEM_FEAT_ON_CLOSE_MANY | SYNCMEM_FEAT_HANDLE_OPEN |
 				   (IS_ENABLED(CONFIG_IO_URING) ?
-				    SYNCMEM_FEAT_URING | SYNCMEM_FEAT_URING_LOCK : 0),
+				    SYNCMEM_FEAT_URING | SYNCMEM_FEAT_URING_LOCK |
+				    SYNCMEM_FEAT_URING_NOTIFY : 0),
 		.max_region_size = READ_ONCE(syncmem_max_region_size),
 		.max_regions	 = min_t(unsigned long, syncmem_max_regions_now(), U32_MAX),
 		.max_total_bytes = syncmem_max_total_bytes_now(),

@@ -209,6 +209,20 @@ static inline const void *syncmem_uring_payload(struct io_uring_cmd *cmd)
 #endif
 }
 
+/*
+ * Complete @cmd with @res where it is being issued: a success if @res >= 0.
+ * 6.1's io_uring (and 6.6's) takes a positive return of ->uring_cmd for a
+ * failure: it posts the CQE despite IOSQE_CQE_SKIP_SUCCESS and cuts the
+ * command's link. io_uring_cmd_done() then -EIOCBQUEUED, as ublk ends its
+ * commands at issue, completes it by @res's sign on every kernel.
+ */
+static inline int syncmem_uring_done_at_issue(struct io_uring_cmd *cmd, int res,
+					      unsigned int issue_flags)
+{
+	io_uring_cmd_done(cmd, res, 0, issue_flags);
+	return -EIOCBQUEUED;
+}
+
 /* The ring a command came in on: its user_data's namespace, for CANCEL. */
 static inline const void *syncmem_uring_ring(struct io_uring_cmd *cmd)
 {

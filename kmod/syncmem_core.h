@@ -364,6 +364,7 @@ long syncmem_ioctl_unlock(struct syncmem_region *r, void __user *uarg);
 long syncmem_store_wake_all(struct syncmem_region *r, u64 offset, u32 size,
 			    bool if_equal, u64 expected, u64 value);
 long syncmem_add_wake_all(struct syncmem_region *r, u64 offset, u32 size, u64 value);
+long syncmem_notify_checked(struct syncmem_region *r, const struct syncmem_notify *arg);
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg);
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg);
 void syncmem_waiter_abandon(struct syncmem_region *r, u64 offset,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * syncmem ring waits: WAIT32/WAIT64 and LOCK as io_uring commands on a
- * region fd, completed as a CQE in the submitter's own ring, and CANCEL
- * for them.
+ * region fd, completed as a CQE in the submitter's own ring, CANCEL for
+ * them, and NOTIFY, which completes as it is issued: a ring wakes its peer
+ * and parks its own wait in one io_uring_enter().
  *
  * A command's waiter joins the word's FIFO queue beside blocked and async
  * waiters (it is a third kind of waiter: struct syncmem_waiter_ops), and
@@ -549,6 +550,30 @@ static int syncmem_uring_cancel(struct io_uring_cmd *cmd)
 	return ended ? 0 : -ENOENT;
 }
 
+/*
+ * SYNCMEM_IOC_NOTIFY as a command: the ioctl's checks and wake-up, and its
+ * refusal of a read-only region fd. Its res is the number woken, at once.
+ */
+static int syncmem_uring_notify(struct syncmem_region *r, bool rdonly,
+				struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	const struct syncmem_uring_notify *un = syncmem_uring_payload(cmd);
+	struct syncmem_notify arg = {
+		.offset = READ_ONCE(un->offset),
+		.count = READ_ONCE(un->count),
+		.flags = READ_ONCE(un->flags),
+	};
+	long ret;
+
+	/* No timeout: NOTIFY never waits. */
+	if (READ_ONCE(cmd->cmd_op) != SYNCMEM_URING_NOTIFY)
+		return -EINVAL;
+	if (rdonly)
+		return -EBADF;
+	ret = syncmem_notify_checked(r, &arg);
+	return syncmem_uring_done_at_issue(cmd, min_t(long, ret, INT_MAX), issue_flags);
+}
+
 /* Issue @cmd (not a cancel), in its submitter's task. */
 static int syncmem_uring_issue(struct syncmem_region *r, bool rdonly,
 			       struct io_uring_cmd *cmd, unsigned int issue_flags)
@@ -561,6 +586,8 @@ static int syncmem_uring_issue(struct syncmem_region *r, bool rdonly,
 		return syncmem_uring_lock_cmd(r, rdonly, cmd, issue_flags);
 	case SYNCMEM_URING_CANCEL:
 		return syncmem_uring_cancel(cmd);
+	case SYNCMEM_URING_NOTIFY:
+		return syncmem_uring_notify(r, rdonly, cmd, issue_flags);
 	default:
 		return -EINVAL;
 	}
@@ -587,10 +614,11 @@ static void syncmem_uring_issue_in_task(struct io_uring_cmd *cmd, unsigned int i
  * @cmd:	The command.
  * @issue_flags: io_uring's IO_URING_F_*.
  *
- * Returns -EIOCBQUEUED for a parked wait or LOCK (its CQE comes later),
- * else the CQE's res: a SYNCMEM_WAIT_* result of a wait that ended at
- * once, 0 or -EOWNERDEAD for a LOCK that took its word at once, 0 or
- * -ENOENT for CANCEL, -EINVAL for a malformed command, or another -errno.
+ * Returns -EIOCBQUEUED for a parked wait or LOCK (its CQE comes later)
+ * and for a NOTIFY, completed already, else the CQE's res: a
+ * SYNCMEM_WAIT_* result of a wait that ended at once, 0 or -EOWNERDEAD
+ * for a LOCK that took its word at once, 0 or -ENOENT for CANCEL, -EINVAL
+ * for a malformed command, or another -errno.
  */
 int syncmem_uring_cmd(struct syncmem_region *r, bool rdonly, struct io_uring_cmd *cmd,
 		      unsigned int issue_flags)

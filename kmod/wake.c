@@ -117,19 +117,34 @@ static long syncmem_handoff(struct syncmem_region *r,
 	return syncmem_wake_word(r, &op);
 }
 
+/**
+ * syncmem_notify_checked - NOTIFY, its argument checked
+ * @r:		The region (a reference is held by the caller).
+ * @arg:	The caller's copy of the argument.
+ *
+ * The checks and the wake-up of SYNCMEM_IOC_NOTIFY and of its io_uring
+ * command; whether the caller's region fd may notify is the caller's
+ * check. Returns the number woken, or -EINVAL.
+ */
+long syncmem_notify_checked(struct syncmem_region *r, const struct syncmem_notify *arg)
+{
+	int err;
+
+	if (arg->flags)
+		return -EINVAL;
+	err = syncmem_word_check(r, arg->offset, 4, 0);
+	if (err)
+		return err;
+	return syncmem_notify(r, arg->offset, arg->count);
+}
+
 long syncmem_ioctl_notify(struct syncmem_region *r, void __user *uarg)
 {
 	struct syncmem_notify arg;
-	int err;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags)
-		return -EINVAL;
-	err = syncmem_word_check(r, arg.offset, 4, 0);
-	if (err)
-		return err;
-	return syncmem_notify(r, arg.offset, arg.count);
+	return syncmem_notify_checked(r, &arg);
 }
 
 long syncmem_ioctl_handoff(struct syncmem_region *r, void __user *uarg)

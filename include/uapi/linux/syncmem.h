@@ -41,6 +41,7 @@
 #define SYNCMEM_FEAT_HANDLE_OPEN	(1ULL << 13) /* HANDLE_OPEN on a region fd */
 #define SYNCMEM_FEAT_URING		(1ULL << 14) /* io_uring commands on a region fd */
 #define SYNCMEM_FEAT_URING_LOCK		(1ULL << 15) /* SYNCMEM_URING_LOCK */
+#define SYNCMEM_FEAT_URING_NOTIFY	(1ULL << 16) /* SYNCMEM_URING_NOTIFY */
 
 /**
  * struct syncmem_version - what the loaded module offers (all output)
@@ -944,12 +945,14 @@ struct syncmem_armed_entry {
  * NOT_EQUAL, TIMED_OUT, HANDED_OFF), -ECANCELED or -errno; with 32-byte
  * CQEs, big_cqe[0] (res2) is the value a HANDOFF handed over. A LOCK's res
  * is 0 or -EOWNERDEAD (the owner word is the caller's), -ETIMEDOUT,
- * -ECANCELED or -errno.
+ * -ECANCELED or -errno. A NOTIFY completes when it is issued, never
+ * parked: its res >= 0 is a count, the waiters it woke, else -errno.
  */
 #define SYNCMEM_URING_WAIT32		0x01	/* struct syncmem_uring_wait, 4-byte word */
 #define SYNCMEM_URING_WAIT64		0x02	/* struct syncmem_uring_wait, 8-byte word */
 #define SYNCMEM_URING_CANCEL		0x04	/* struct syncmem_uring_cancel */
 #define SYNCMEM_URING_LOCK		0x08	/* struct syncmem_uring_lock */
+#define SYNCMEM_URING_NOTIFY		0x10	/* struct syncmem_uring_notify */
 #define SYNCMEM_URING_OP_MASK		0xffU
 #define SYNCMEM_URING_TIMEOUT_SHIFT	8
 /*
@@ -986,6 +989,27 @@ struct syncmem_uring_wait {
 struct syncmem_uring_lock {
 	__u64 offset;
 	__u64 owner;
+};
+
+/**
+ * struct syncmem_uring_notify - the sqe->cmd of SYNCMEM_URING_NOTIFY
+ * @offset:	Byte offset of the word in the region, a multiple of 4.
+ * @count:	Most waiters to wake, oldest first; 0 wakes none; U32_MAX
+ *		wakes all.
+ * @flags:	Must be 0.
+ *
+ * SYNCMEM_IOC_NOTIFY as a command, with the ioctl's checks, errors and
+ * result (struct syncmem_notify): res is the number of waiters woken,
+ * -EINVAL for a bad @offset or @flags or a timeout in its cmd_op, or
+ * -EBADF on a read-only region fd. It completes as it is issued, so a
+ * NOTIFY and a wait submitted together (IOSQE_CQE_SKIP_SUCCESS on the
+ * NOTIFY drops its CQE unless it fails) wake a peer and park in one
+ * io_uring_enter().
+ */
+struct syncmem_uring_notify {
+	__u64 offset;
+	__u32 count;
+	__u32 flags;
 };
 
 /**
