@@ -436,6 +436,36 @@ void syncmem_prep_wait32(struct io_uring_sqe *sqe, struct syncmem_region *r,
 void syncmem_prep_wait64(struct io_uring_sqe *sqe, struct syncmem_region *r,
 			 const uint64_t *addr, uint64_t expected, int64_t timeout_ns);
 
+/*
+ * Fill an io_uring SQE that wakes waiters of a word.
+ * The command does what syncmem_notify() does, in the caller's own
+ * io_uring: it wakes up to @count waiters of the 4-byte word @addr of @r,
+ * oldest first, whether they block, wait from a loop or wait with
+ * syncmem_prep_wait32/64() in any ring (0 wakes none; SYNCMEM_ALL every
+ * one). It never waits: it completes when it is issued (in
+ * io_uring_submit(), unless IOSQE_ASYNC, SQPOLL or a link defers it), so a
+ * loop that wakes its peer and then waits queues both SQEs, the notify
+ * first, and enters the kernel once (io_uring_submit_and_wait()); with
+ * IOSQE_CQE_SKIP_SUCCESS on the notify, only a failed notify posts a CQE.
+ * Every field of @sqe the command uses is filled (a reused SQE is fine);
+ * the ring needs no flags.
+ *
+ * Returns: nothing; the CQE's res is the number of waiters woken (0 when
+ * none wait), else one of the errors below.
+ * Errors:
+ * -EBADF: @r is NULL or mapped read-only.
+ * -EINVAL: @addr is NULL, not 4-byte aligned or not inside @r, or the
+ *	module has no NOTIFY command (no SYNCMEM_FEAT_URING_NOTIFY in its
+ *	SYNCMEM_IOC_VERSION).
+ * -ECANCELED: issued from an io-wq worker (IOSQE_ASYNC) as its ring was
+ *	torn down or its submitting thread exited or exec'd: nobody was
+ *	woken.
+ * -EOPNOTSUPP: the module has no io_uring commands, or the ring was set
+ *	up with IORING_SETUP_IOPOLL.
+ */
+void syncmem_prep_notify(struct io_uring_sqe *sqe, struct syncmem_region *r,
+			 const void *addr, uint32_t count);
+
 struct syncmem_lock;
 
 /*

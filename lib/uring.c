@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Waits and lock requests as io_uring commands in the caller's own ring:
- * each prep call fills one SQE with an IORING_OP_URING_CMD on the region fd
- * (the kernel's SYNCMEM_URING_* commands), and the wait's end is a CQE of
- * that ring. Nothing here makes a system call (io_uring_submit() does) but
+ * Waits, lock requests and notifies as io_uring commands in the caller's
+ * own ring: each prep call fills one SQE with an IORING_OP_URING_CMD on the
+ * region fd (the kernel's SYNCMEM_URING_* commands), and the wait's end is
+ * a CQE of that ring. Nothing here makes a system call (io_uring_submit() does) but
  * a process's first syncmem_prep_lock(), which fetches its owner id.
  */
 #define _GNU_SOURCE
@@ -18,6 +18,7 @@
 _Static_assert(sizeof(struct syncmem_uring_wait) == 16, "sqe->cmd holds 16 bytes");
 _Static_assert(sizeof(struct syncmem_uring_cancel) == 16, "sqe->cmd holds 16 bytes");
 _Static_assert(sizeof(struct syncmem_uring_lock) == 16, "sqe->cmd holds 16 bytes");
+_Static_assert(sizeof(struct syncmem_uring_notify) == 16, "sqe->cmd holds 16 bytes");
 
 /*
  * A relative timeout as the command's 24 bits: the smallest mantissa <<
@@ -78,6 +79,19 @@ void syncmem_prep_wait64(struct io_uring_sqe *sqe, struct syncmem_region *r,
 			 const uint64_t *addr, uint64_t expected, int64_t timeout_ns)
 {
 	uring_prep_wait(sqe, r, addr, 8, expected, timeout_ns);
+}
+
+void syncmem_prep_notify(struct io_uring_sqe *sqe, struct syncmem_region *r,
+			 const void *addr, uint32_t count)
+{
+	struct syncmem_uring_notify c = { .offset = UINT64_MAX, .count = count };
+
+	if (!sqe)
+		return;
+	/* A word outside @r: an offset no region has, which the kernel refuses. */
+	if (syncmem__word_offset(r, addr, 4, &c.offset))
+		c.offset = UINT64_MAX;
+	uring_prep(sqe, r, SYNCMEM_URING_NOTIFY, &c);
 }
 
 /*
