@@ -8,6 +8,8 @@
  * nobody takes up (exit, SIGKILL, execve, io_uring_queue_exit() with
  * commands parked) done in bounded time with nothing left queued; the
  * kernel memory a parked command costs; and malformed commands refused.
+ * NOTIFY commands wake what the ioctl wakes, count and fail as it does,
+ * and go with a wait in one submit without a CQE of their own.
  */
 #define _GNU_SOURCE
 #include <liburing.h>
@@ -1138,6 +1140,411 @@ TEST_F(uring, exec_with_parked_locks)
 TEST_F(uring, ring_exit_with_parked_locks)
 {
 	ends_with_parked(_metadata, self->r, END_RING_EXIT, true);
+}
+
+/* A NOTIFY command of any shape on @fd. */
+static void prep_raw_notify(struct io_uring_sqe *sqe, int fd, uint32_t op, uint64_t offset,
+			    uint32_t count, uint32_t flags)
+{
+	struct syncmem_uring_notify n = { .offset = offset, .count = count, .flags = flags };
+
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = op;
+	memcpy(sqe->cmd, &n, sizeof(n));
+}
+
+/* Submit a ring NOTIFY (user_data 100) and return its res; other CQEs go to @others. */
+static int ring_notify(struct io_uring *ring, struct syncmem_region *r, uint32_t *w,
+		       uint32_t count, uint64_t *others, int *nothers)
+{
+	uint64_t ud;
+	int res, notify_res = INT32_MIN;
+
+	syncmem_prep_notify(sqe_of(ring, 100), r, w, count);
+	if (io_uring_submit(ring) != 1)
+		return INT32_MIN;
+	/* Its CQE is posted as it is issued; a woken ring waiter's may come first. */
+	while (cqe_ready(ring) || notify_res == INT32_MIN) {
+		res = next_cqe(ring, &ud, NULL);
+		if (res == INT32_MIN)
+			return INT32_MIN;
+		if (ud == 100)
+			notify_res = res;
+		else if (res == SYNCMEM_OK && others)
+			others[(*nothers)++] = ud;
+		else
+			return INT32_MIN + 1;
+	}
+	return notify_res;
+}
+
+/*
+ * A ring NOTIFY wakes what the ioctl wakes: the oldest @count waiters of
+ * the word in arrival order, whether ring, eventfd-based or blocking, and
+ * reports how many; 0 wakes none, SYNCMEM_ALL every one.
+ */
+TEST_F(uring, notify_command_wakes_in_fifo_order)
+{
+	int dev = dev_open(), rfd = syncmem_region_fd(self->r), n = 0;
+	uint32_t *w = &self->w32[3];
+	void *arg[2] = { self->r, w };
+	struct syncmem_completion rec;
+	uint64_t woke[8];
+	pthread_t t;
+	void *ret;
+
+	ASSERT_LE(0, dev);
+	*w = 0;
+	/* Nobody waits: 0. */
+	ASSERT_EQ(0, ring_notify(&self->ring, self->r, w, SYNCMEM_ALL, woke, &n));
+	/* Ring 1, eventfd-style async 2, blocking, ring 4: in that order. */
+	syncmem_prep_wait32(sqe_of(&self->ring, 1), self->r, w, 0, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(SYNCMEM_WAIT_QUEUED, raw_wait_async(dev, rfd, 12, 0, ~0ULL, 2));
+	ASSERT_EQ(0, pthread_create(&t, NULL, blocking_wait, arg));
+	ASSERT_TRUE(await_waiters(self->r, 3));
+	syncmem_prep_wait32(sqe_of(&self->ring, 4), self->r, w, 0, -1);
+	io_uring_submit(&self->ring);
+	ASSERT_EQ(4, region_waiters(self->r));
+
+	/* Count 0: nobody. */
+	ASSERT_EQ(0, ring_notify(&self->ring, self->r, w, 0, woke, &n));
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(4, region_waiters(self->r));
+	/* Count 1: the oldest, the ring waiter 1. */
+	ASSERT_EQ(1, ring_notify(&self->ring, self->r, w, 1, woke, &n));
+	if (!n)
+		woke[n++] = next_cqe(&self->ring, NULL, NULL) == SYNCMEM_OK ? 1 : 0;
+	ASSERT_EQ(1, n);
+	EXPECT_EQ(1, woke[0]);
+	ASSERT_EQ(0, fd_readable(dev));
+	ASSERT_EQ(3, region_waiters(self->r));
+	/* Count 2: the async waiter, then the blocked thread; ring waiter 4 stays. */
+	n = 0;
+	ASSERT_EQ(2, ring_notify(&self->ring, self->r, w, 2, woke, &n));
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(sizeof(rec), read(dev, &rec, sizeof(rec)));
+	EXPECT_EQ(2, rec.user_data);
+	EXPECT_EQ(SYNCMEM_WAIT_WOKEN, rec.result);
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(SYNCMEM_OK, (intptr_t)ret);
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(1, region_waiters(self->r));
+	/* SYNCMEM_ALL: the rest, one. */
+	ASSERT_EQ(1, ring_notify(&self->ring, self->r, w, SYNCMEM_ALL, woke, &n));
+	if (!n)
+		woke[n++] = next_cqe(&self->ring, NULL, NULL) == SYNCMEM_OK ? 4 : 0;
+	ASSERT_EQ(1, n);
+	EXPECT_EQ(4, woke[0]);
+	ASSERT_EQ(0, region_waiters(self->r));
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	close(dev);
+}
+
+/* Queue @n ring waits on @w, user_data @ud0 on. */
+static void count_case(struct __test_metadata *_metadata, struct io_uring *ring,
+		       struct syncmem_region *r, uint32_t *w, int n, uint64_t ud0)
+{
+	for (int i = 0; i < n; i++)
+		syncmem_prep_wait32(sqe_of(ring, ud0 + i), r, w, 0, -1);
+	ASSERT_EQ(n, io_uring_submit(ring));
+}
+
+/*
+ * Counts: the ring NOTIFY's res equals what SYNCMEM_IOC_NOTIFY returns on
+ * the same queue, for counts below, at and above the number waiting.
+ */
+TEST_F(uring, notify_command_counts_as_the_ioctl)
+{
+	static const uint32_t counts[] = { 0, 1, 2, 3, 5, 6, 7, 100, UINT32_MAX };
+	struct syncmem_notify arg = { .offset = 5 * 4 };
+	int rfd = syncmem_region_fd(self->r), n, want;
+	uint32_t *w = &self->w32[5], mask;
+	uint64_t woke[16];
+
+	*w = 0;
+	for (unsigned int i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		/* The ioctl on 6 ring waiters, then what is left is woken. */
+		count_case(_metadata, &self->ring, self->r, w, 6, 10);
+		arg.count = counts[i];
+		want = raw_ioctl(rfd, SYNCMEM_IOC_NOTIFY, &arg);
+		ASSERT_EQ(counts[i] < 6 ? (int)counts[i] : 6, want);
+		for (int k = 0; k < want; k++)
+			ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, NULL, NULL));
+		syncmem_notify(self->r, w, SYNCMEM_ALL);
+		for (int k = want; k < 6; k++)
+			ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, NULL, NULL));
+		ASSERT_EQ(0, region_waiters(self->r));
+		/* The command on 6 others: the same count, the oldest first. */
+		count_case(_metadata, &self->ring, self->r, w, 6, 10);
+		n = 0;
+		ASSERT_EQ(want, ring_notify(&self->ring, self->r, w, counts[i], woke, &n)) {
+			TH_LOG("count %u", counts[i]);
+		}
+		while (n < want)
+			ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, &woke[n++], NULL));
+		/* The oldest, in whatever order their CQEs come. */
+		mask = 0;
+		for (int k = 0; k < want; k++)
+			mask |= 1U << (woke[k] - 10);
+		EXPECT_EQ((1U << want) - 1, mask);
+		ASSERT_EQ(6 - want, region_waiters(self->r));
+		ASSERT_FALSE(cqe_ready(&self->ring));
+		syncmem_notify(self->r, w, SYNCMEM_ALL);
+		for (int k = want; k < 6; k++)
+			ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, NULL, NULL));
+		ASSERT_EQ(0, region_waiters(self->r));
+	}
+}
+
+/*
+ * Malformed NOTIFY commands get the ioctl's errno for the same argument,
+ * and a timeout in the cmd_op (NOTIFY never waits) is refused.
+ */
+TEST_F(uring, malformed_notify_commands_are_refused)
+{
+	struct {
+		uint32_t op;
+		uint64_t offset;
+		uint32_t flags;
+		int res;
+	} bad[] = {
+		{ SYNCMEM_URING_NOTIFY, 2, 0, -EINVAL },		/* misaligned */
+		{ SYNCMEM_URING_NOTIFY, 4094, 0, -EINVAL },
+		{ SYNCMEM_URING_NOTIFY, 4096, 0, -EINVAL },		/* past the end */
+		{ SYNCMEM_URING_NOTIFY, 1ULL << 32, 0, -EINVAL },
+		{ SYNCMEM_URING_NOTIFY, ~0ULL - 3, 0, -EINVAL },
+		{ SYNCMEM_URING_NOTIFY, 0, 1, -EINVAL },		/* flags */
+		{ SYNCMEM_URING_NOTIFY, 0, 1U << 31, -EINVAL },
+		{ SYNCMEM_URING_NOTIFY, 4092, 0, 0 },			/* the last word */
+		{ SYNCMEM_URING_CMD_OP(SYNCMEM_URING_NOTIFY, 1), 0, 0, -EINVAL },
+		{ SYNCMEM_URING_CMD_OP(SYNCMEM_URING_NOTIFY, SYNCMEM_URING_NO_TIMEOUT), 0, 0,
+		  -EINVAL },
+		{ SYNCMEM_URING_NOTIFY | SYNCMEM_URING_WAIT32, 0, 0, -EINVAL },
+	};
+	int rfd = syncmem_region_fd(self->r);
+	struct syncmem_notify arg;
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		prep_raw_notify(sqe_of(&self->ring, i), rfd, bad[i].op, bad[i].offset, 1,
+				bad[i].flags);
+		io_uring_submit(&self->ring);
+		EXPECT_EQ(bad[i].res, next_cqe(&self->ring, NULL, NULL)) {
+			TH_LOG("command %u", i);
+		}
+		if (bad[i].op != SYNCMEM_URING_NOTIFY)
+			continue;
+		arg = (struct syncmem_notify){ .offset = bad[i].offset, .count = 1,
+					       .flags = bad[i].flags };
+		EXPECT_EQ(bad[i].res, raw_ioctl(rfd, SYNCMEM_IOC_NOTIFY, &arg)) {
+			TH_LOG("ioctl %u", i);
+		}
+	}
+	/* Through the library: outside the region, misaligned, no region. */
+	syncmem_prep_notify(sqe_of(&self->ring, 50), self->r, &arg, 1);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EINVAL, next_cqe(&self->ring, NULL, NULL));
+	syncmem_prep_notify(sqe_of(&self->ring, 51), self->r, (char *)self->w32 + 1, 1);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EINVAL, next_cqe(&self->ring, NULL, NULL));
+	syncmem_prep_notify(sqe_of(&self->ring, 52), self->r, NULL, 1);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EINVAL, next_cqe(&self->ring, NULL, NULL));
+	syncmem_prep_notify(sqe_of(&self->ring, 53), NULL, self->w32, 1);
+	io_uring_submit(&self->ring);
+	EXPECT_EQ(-EBADF, next_cqe(&self->ring, NULL, NULL));
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
+/*
+ * A read-only region fd: its NOTIFY is refused with -EBADF as the ioctl's
+ * is, waking nobody; its waits are observers, which a NOTIFY wakes all of
+ * besides its count (none with count 0), as the ioctl does.
+ */
+TEST_F(uring, notify_command_on_a_read_only_fd)
+{
+	struct syncmem_region *rw, *ro;
+	uint32_t *w, *wro;
+	uint64_t woke[8];
+	char name[64];
+	int n = 0;
+
+	snprintf(name, sizeof(name), "uring-notify-ro-%d", getpid());
+	ASSERT_EQ(0, syncmem_open(name, 4096, SYNCMEM_CREATE | SYNCMEM_EXCL, 0600, &rw));
+	ASSERT_EQ(0, syncmem_open(name, 0, SYNCMEM_RDONLY, 0, &ro));
+	syncmem_unlink(name);
+	w = syncmem_base(rw);
+	wro = syncmem_base(ro);
+	/* Writable ring waiter 1, observer 2, writable 3. */
+	syncmem_prep_wait32(sqe_of(&self->ring, 1), rw, w, 0, -1);
+	syncmem_prep_wait32(sqe_of(&self->ring, 2), ro, wro, 0, -1);
+	syncmem_prep_wait32(sqe_of(&self->ring, 3), rw, w, 0, -1);
+	ASSERT_EQ(3, io_uring_submit(&self->ring));
+	ASSERT_EQ(3, region_waiters(rw));
+	/* Through the read-only fd: -EBADF, as the ioctl, and nobody woken. */
+	EXPECT_EQ(-EBADF, syncmem_notify(ro, wro, SYNCMEM_ALL));
+	ASSERT_EQ(-EBADF, ring_notify(&self->ring, ro, wro, SYNCMEM_ALL, woke, &n));
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(-EBADF, ring_notify(&self->ring, ro, wro, 0, woke, &n));
+	ASSERT_EQ(3, region_waiters(rw));
+	/* Count 0 wakes nobody, observers neither. */
+	ASSERT_EQ(0, ring_notify(&self->ring, rw, w, 0, woke, &n));
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(3, region_waiters(rw));
+	/* Count 1: waiter 1 and the observer; waiter 3 stays. */
+	ASSERT_EQ(2, ring_notify(&self->ring, rw, w, 1, woke, &n));
+	while (n < 2)
+		ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, &woke[n++], NULL));
+	EXPECT_EQ(3, woke[0] + woke[1]);
+	ASSERT_EQ(1, region_waiters(rw));
+	ASSERT_FALSE(cqe_ready(&self->ring));
+	n = 0;
+	ASSERT_EQ(1, ring_notify(&self->ring, rw, w, 1, woke, &n));
+	while (n < 1)
+		ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, &woke[n++], NULL));
+	EXPECT_EQ(3, woke[0]);
+	ASSERT_EQ(0, region_waiters(rw));
+	syncmem_close(ro);
+	syncmem_close(rw);
+}
+
+/*
+ * [NOTIFY the peer, WAIT for it] in one submit: the NOTIFY wakes the peer
+ * as the submit issues it, the wait is queued when the submit returns,
+ * and IOSQE_CQE_SKIP_SUCCESS drops the NOTIFY's CQE (a failed one still
+ * posts its own), linked or not, and issued from io-wq (IOSQE_ASYNC).
+ */
+TEST_F(uring, notify_and_wait_in_one_submit)
+{
+	static const uint8_t notify_flags[] = {
+		IOSQE_CQE_SKIP_SUCCESS,
+		IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_LINK,
+		IOSQE_CQE_SKIP_SUCCESS | IOSQE_ASYNC,
+	};
+	uint32_t *peer = &self->w32[6], *mine = &self->w32[7];
+	void *arg[2] = { self->r, peer };
+	struct io_uring_sqe *sqe;
+	uint64_t ud;
+	pthread_t t;
+	void *ret;
+
+	for (unsigned int i = 0; i < sizeof(notify_flags); i++) {
+		*peer = 0;
+		*mine = 0;
+		ASSERT_EQ(0, pthread_create(&t, NULL, blocking_wait, arg));
+		ASSERT_TRUE(await_waiters(self->r, 1));
+		sqe = sqe_of(&self->ring, 1);
+		syncmem_prep_notify(sqe, self->r, peer, 1);
+		sqe->flags |= notify_flags[i];
+		syncmem_prep_wait32(sqe_of(&self->ring, 2), self->r, mine, 0, 10 * SEC);
+		ASSERT_EQ(2, io_uring_submit(&self->ring));
+		ASSERT_EQ(0, pthread_join(t, &ret));
+		EXPECT_EQ(SYNCMEM_OK, (intptr_t)ret) {
+			TH_LOG("flags %#x", notify_flags[i]);
+		}
+		ASSERT_TRUE(await_waiters(self->r, 1));
+		ASSERT_FALSE(cqe_ready(&self->ring)) {
+			TH_LOG("flags %#x: a CQE for a NOTIFY that woke its peer", notify_flags[i]);
+		}
+		ASSERT_EQ(1, syncmem_notify(self->r, mine, 1));
+		ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, &ud, NULL));
+		EXPECT_EQ(2, ud);
+		ASSERT_FALSE(cqe_ready(&self->ring));
+	}
+	/* A failing NOTIFY posts its CQE despite the flag; the wait is queued all the same. */
+	sqe = sqe_of(&self->ring, 3);
+	syncmem_prep_notify(sqe, self->r, (char *)peer + 2, 1);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	syncmem_prep_wait32(sqe_of(&self->ring, 4), self->r, mine, 0, 10 * SEC);
+	ASSERT_EQ(2, io_uring_submit(&self->ring));
+	ASSERT_EQ(-EINVAL, next_cqe(&self->ring, &ud, NULL));
+	EXPECT_EQ(3, ud);
+	ASSERT_EQ(1, region_waiters(self->r));
+	ASSERT_EQ(1, syncmem_notify(self->r, mine, 1));
+	ASSERT_EQ(SYNCMEM_OK, next_cqe(&self->ring, &ud, NULL));
+	EXPECT_EQ(4, ud);
+	ASSERT_EQ(0, region_waiters(self->r));
+}
+
+/*
+ * Two processes bounce a counter, each side's every round one
+ * io_uring_submit_and_wait() of [NOTIFY peer, WAIT own]: no round loses a
+ * wake-up (each ends within the timeout) and no NOTIFY posts a CQE.
+ */
+TEST_F(uring, notify_and_wait_ping_pong_between_processes)
+{
+	uint32_t *ping = &self->w32[8], *pong = &self->w32[9];
+	const uint32_t rounds = 2000;
+	pid_t pid;
+
+	*ping = 0;
+	*pong = 0;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct io_uring ring;
+		struct io_uring_cqe *cqe;
+		struct io_uring_sqe *sqe;
+		uint32_t v = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (io_uring_queue_init(8, &ring, 0))
+			_exit(2);
+		while (v < rounds) {
+			uint32_t seen = __atomic_load_n(ping, __ATOMIC_ACQUIRE);
+
+			if (seen != v) {
+				/* The parent's turn was posted: answer it, then wait for the next. */
+				v = seen;
+				__atomic_store_n(pong, v, __ATOMIC_RELEASE);
+				sqe = io_uring_get_sqe(&ring);
+				syncmem_prep_notify(sqe, self->r, pong, 1);
+				io_uring_sqe_set_data64(sqe, 1);
+				sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+			}
+			if (v == rounds) {
+				io_uring_submit(&ring);		/* the last answer */
+				break;
+			}
+			sqe = io_uring_get_sqe(&ring);
+			syncmem_prep_wait32(sqe, self->r, ping, v, 10 * SEC);
+			io_uring_sqe_set_data64(sqe, 2);
+			if (io_uring_submit_and_wait(&ring, 1) < 1 || io_uring_wait_cqe(&ring, &cqe))
+				_exit(3);
+			if (cqe->user_data != 2 || cqe->res < 0 || cqe->res == SYNCMEM_TIMED_OUT)
+				_exit(4);
+			io_uring_cqe_seen(&ring, cqe);
+		}
+		io_uring_queue_exit(&ring);
+		_exit(0);
+	}
+	for (uint32_t i = 1; i <= rounds; i++) {
+		struct io_uring_cqe *cqe;
+		struct io_uring_sqe *sqe;
+
+		__atomic_store_n(ping, i, __ATOMIC_RELEASE);
+		sqe = sqe_of(&self->ring, 1);
+		syncmem_prep_notify(sqe, self->r, ping, 1);
+		sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+		while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != i) {
+			syncmem_prep_wait32(sqe_of(&self->ring, 2), self->r, pong, i - 1, 10 * SEC);
+			ASSERT_LE(1, io_uring_submit_and_wait(&self->ring, 1));
+			ASSERT_EQ(0, io_uring_wait_cqe(&self->ring, &cqe));
+			ASSERT_EQ(2, cqe->user_data) {
+				TH_LOG("round %u: res %d", i, cqe->res);
+			}
+			ASSERT_TRUE(cqe->res == SYNCMEM_OK || cqe->res == SYNCMEM_NOT_EQUAL) {
+				TH_LOG("round %u: res %d", i, cqe->res);
+			}
+			io_uring_cqe_seen(&self->ring, cqe);
+		}
+		/* It answered before the wait was queued: the NOTIFY still goes. */
+		if (io_uring_sq_ready(&self->ring))
+			ASSERT_EQ(1, io_uring_submit(&self->ring));
+	}
+	EXPECT_EQ(0, wait_exit(pid));
+	ASSERT_EQ(0, region_waiters(self->r));
 }
 
 TEST_HARNESS_MAIN
