@@ -73,6 +73,9 @@ static const struct expect expects[OP_NR] = {
 	[OP_URING_CMD]	    = { "uring command", SYNCMEM_WAIT_HANDED_OFF,
 				{ EINVAL, ECANCELED, ENOENT, EBADF, EOPNOTSUPP, EDQUOT, ENOMEM,
 				  EOWNERDEAD, ETIMEDOUT, ENOTRECOVERABLE, EUCLEAN } },
+	/* ECANCELED: issued from io-wq (IOSQE_ASYNC) as the ring or its thread ended. */
+	[OP_URING_NOTIFY]   = { "uring NOTIFY", ANY_RESULT,
+				{ EINVAL, EBADF, EOPNOTSUPP, ECANCELED } },
 };
 
 const char *op_name(enum op op)

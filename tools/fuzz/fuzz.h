@@ -84,6 +84,8 @@ enum op {
 	OP_FDINFO,
 	/* The CQE of an io_uring command on a region fd: its res. */
 	OP_URING_CMD,
+	/* The same of a SYNCMEM_URING_NOTIFY: a count, as the ioctl's. */
+	OP_URING_NOTIFY,
 	OP_NR,
 	OP_FIRST_NON_IOCTL = OP_READ,
 };

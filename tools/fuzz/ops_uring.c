@@ -3,7 +3,8 @@
  * io_uring commands on the region fds of the table (SYNCMEM_URING_*): each
  * thread has its own ring and submits waits of both sizes (mostly with
  * short timeouts, some without), LOCKs of any 8-byte word (as the process,
- * now and then as an id not its own), cancels of recent and unknown
+ * now and then as an id not its own), NOTIFYs (some with bad flags or a
+ * timeout, some issued from io-wq), cancels of recent and unknown
  * user_data, and garbage commands, reaps whatever completed, and now and
  * then tears its ring down with commands still parked. A LOCK that took its
  * word keeps it (any word may hold any owner id). Every CQE's res is judged
@@ -20,6 +21,12 @@
 static __thread struct io_uring ring;
 static __thread bool ring_up;
 static __thread uint64_t next_ud;
+
+_Static_assert(sizeof(struct syncmem_uring_notify) == sizeof(struct syncmem_uring_wait),
+	       "both fill sqe->cmd");
+
+/* The user_data bit of a NOTIFY, whose res is judged as a count. */
+#define NOTIFY_UD	(1ULL << 63)
 static uint64_t process_owner;	/* 0 until fetched; again after a fork */
 
 static struct io_uring *thread_ring(void)
@@ -68,7 +75,8 @@ static void reap(void)
 		snprintf(what, sizeof(what), "uring command ud %llu",
 			 (unsigned long long)cqe->user_data);
 		/* The fd may have been closed or reused meanwhile: EBADF, EOPNOTSUPP. */
-		tally(OP_URING_CMD, cqe->res, DOCUMENTED, what);
+		tally(cqe->user_data & NOTIFY_UD ? OP_URING_NOTIFY : OP_URING_CMD, cqe->res,
+		      DOCUMENTED, what);
 		io_uring_cqe_seen(&ring, cqe);
 	}
 }
@@ -77,8 +85,10 @@ void op_uring(struct thread_ctx *t)
 {
 	struct io_uring *rg = thread_ring();
 	struct syncmem_uring_wait w;
+	struct syncmem_uring_notify n;
 	struct io_uring_sqe *sqe;
 	uint32_t op, width;
+	uint8_t flags = 0;
 	struct obj r;
 	int slot;
 
@@ -99,7 +109,19 @@ void op_uring(struct thread_ctx *t)
 	width = rng_chance(&t->rng, 1, 3) ? 8 : 4;
 	w.offset = pick_offset(&t->rng, r.size, width);
 	w.expected = pick_expected(&t->rng, r.rid, w.offset, width);
-	switch (rng_below(&t->rng, 12)) {
+	switch (rng_below(&t->rng, 14)) {
+	case 12: case 13:
+		/* struct syncmem_uring_notify: {offset, count, flags}. */
+		op = rng_chance(&t->rng, 1, 16) ?
+		     SYNCMEM_URING_CMD_OP(SYNCMEM_URING_NOTIFY, pick_timeout(&t->rng)) :
+		     SYNCMEM_URING_NOTIFY;
+		n.offset = pick_offset(&t->rng, r.size, 4);
+		n.count = rng_chance(&t->rng, 1, 4) ? UINT32_MAX : (uint32_t)rng_below(&t->rng, 4);
+		n.flags = rng_chance(&t->rng, 1, 16) ? (uint32_t)rng_next(&t->rng) : 0;
+		memcpy(&w, &n, sizeof(w));
+		if (rng_chance(&t->rng, 1, 8))
+			flags = IOSQE_ASYNC;
+		break;
 	case 0: case 1: case 2: case 3: case 4: case 5:
 		op = SYNCMEM_URING_CMD_OP(width == 8 ? SYNCMEM_URING_WAIT64 : SYNCMEM_URING_WAIT32,
 					  pick_timeout(&t->rng));
@@ -123,8 +145,11 @@ void op_uring(struct thread_ctx *t)
 	}
 	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, r.fd, NULL, 0, 0);
 	sqe->cmd_op = op;
+	sqe->flags = flags;
 	memcpy(sqe->cmd, &w, sizeof(w));
-	io_uring_sqe_set_data64(sqe, ++next_ud);
+	/* A garbage op may be a NOTIFY too. */
+	io_uring_sqe_set_data64(sqe, ++next_ud |
+				((op & SYNCMEM_URING_OP_MASK) == SYNCMEM_URING_NOTIFY ? NOTIFY_UD : 0));
 	io_uring_submit(rg);
 	reap();
 }
