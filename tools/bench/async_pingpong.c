@@ -97,7 +97,8 @@ static double eventfd_pingpong(uint32_t n)
 
 int main(int argc, char **argv)
 {
-	static const struct pp_ops sm = { sm_wait, sm_wake }, as = { async_wait, sm_wake };
+	static const struct pp_ops sm = { .wait = sm_wait, .wake = sm_wake },
+		as = { .wait = async_wait, .wake = sm_wake };
 	uint32_t n = argc > 1 ? (uint32_t)atoi(argv[1]) : 10000;
 	double a[ROUNDS], f[ROUNDS], e[ROUNDS], p[ROUNDS];
 	struct pp_words *fw;

@@ -23,6 +23,8 @@ struct pp_ops {
 	void (*wait)(_Atomic uint32_t *word, uint32_t current);
 	/* Wake the peer sleeping on @word. */
 	void (*wake)(_Atomic uint32_t *word);
+	/* If set, after the last round: send what wake() left for the next wait. */
+	void (*flush)(void);
 };
 
 static inline void pp_await(const struct pp_ops *o, _Atomic uint32_t *w, uint32_t want)
@@ -54,6 +56,8 @@ static inline double pingpong(const struct pp_ops *parent, const struct pp_ops *
 			pp_await(child, &w->ping, i);
 			pp_post(child, &w->pong, i);
 		}
+		if (child->flush)
+			child->flush();
 		_exit(0);
 	}
 	t0 = bench_now();
@@ -62,6 +66,8 @@ static inline double pingpong(const struct pp_ops *parent, const struct pp_ops *
 		pp_await(parent, &w->pong, i);
 	}
 	t1 = bench_now();
+	if (parent->flush)
+		parent->flush();
 	waitpid(pid, NULL, 0);
 	return n / (t1 - t0);
 }
@@ -77,6 +83,6 @@ static inline void pp_futex_wake(_Atomic uint32_t *w)
 	futex_wake((uint32_t *)w, 1);
 }
 
-static const struct pp_ops pp_futex = { pp_futex_wait, pp_futex_wake };
+static const struct pp_ops pp_futex = { .wait = pp_futex_wait, .wake = pp_futex_wake };
 
 #endif /* SYNCMEM_BENCH_PINGPONG_H */

@@ -5,6 +5,12 @@
  * io_uring_submit_and_wait), against blocking syncmem waits, measured in
  * the same run. Prints round trips per second.
  *
+ * Two ring variants: "ring" wakes its peer with a syncmem_notify() call,
+ * then enters the ring to wait (the system calls of the blocking side);
+ * "notify+wait in one enter" queues a NOTIFY command (syncmem_prep_notify,
+ * IOSQE_CQE_SKIP_SUCCESS) that the next wait's io_uring_enter() submits
+ * with it.
+ *
  * Usage: uring_pingpong [ROUND_TRIPS]; SYNCMEM_RING_FLAGS picks the rings'
  * setup flags (ringflags.h).
  */
@@ -52,6 +58,23 @@ static void ring_wait(_Atomic uint32_t *w, uint32_t cur)
 	io_uring_cqe_seen(r, cqe);
 }
 
+/* A NOTIFY command, sent with this process's next wait (or flush). */
+static void ring_wake_later(_Atomic uint32_t *w)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(my_ring());
+
+	syncmem_prep_notify(sqe, region, (uint32_t *)w, 1);
+	io_uring_sqe_set_data64(sqe, 0);
+	io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);	/* a CQE if it fails */
+}
+
+/* The NOTIFYs no wait sent: the peer answered before this side waited, or the end. */
+static void ring_flush(void)
+{
+	if (io_uring_sq_ready(my_ring()) && io_uring_submit(my_ring()) < 0)
+		_exit(1);
+}
+
 static void sm_wait(_Atomic uint32_t *w, uint32_t cur)
 {
 	syncmem_wait32(region, (uint32_t *)w, cur, SYNCMEM_FOREVER);
@@ -64,9 +87,11 @@ static void sm_wake(_Atomic uint32_t *w)
 
 int main(int argc, char **argv)
 {
-	static const struct pp_ops rg = { ring_wait, sm_wake }, sm = { sm_wait, sm_wake };
+	static const struct pp_ops rg = { .wait = ring_wait, .wake = sm_wake },
+		sm = { .wait = sm_wait, .wake = sm_wake },
+		rb = { .wait = ring_wait, .wake = ring_wake_later, .flush = ring_flush };
 	uint32_t n = argc > 1 ? (uint32_t)atoi(argv[1]) : 10000;
-	double a[RING_VARIANTS_MAX][ROUNDS], b[ROUNDS], bm;
+	double a[RING_VARIANTS_MAX][ROUNDS], c[RING_VARIANTS_MAX][ROUNDS], b[ROUNDS], bm;
 	int err, variants = ring_variants("uring-pingpong", variant);
 	char label[80];
 
@@ -78,12 +103,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* Warm up all, then alternate rounds so drift hits all alike. */
-	for (var = 0; var < variants; var++)
+	for (var = 0; var < variants; var++) {
 		pingpong(&rg, &rg, syncmem_base(region), n / 10);
+		pingpong(&rb, &rb, syncmem_base(region), n / 10);
+	}
 	pingpong(&sm, &sm, syncmem_base(region), n / 10);
 	for (int i = 0; i < ROUNDS; i++) {
-		for (var = 0; var < variants; var++)
+		for (var = 0; var < variants; var++) {
 			a[var][i] = pingpong(&rg, &rg, syncmem_base(region), n);
+			c[var][i] = pingpong(&rb, &rb, syncmem_base(region), n);
+		}
 		b[i] = pingpong(&sm, &sm, syncmem_base(region), n);
 	}
 	ring_spread("blocking syncmem wait", "per s", b, ROUNDS);
@@ -95,6 +124,12 @@ int main(int argc, char **argv)
 
 		ring_spread(what, "per s", a[var], ROUNDS);
 		bench_report(what, "per s", bench_median(a[var], ROUNDS),
+			     "blocking syncmem wait", bm, 1);
+		what = ring_label(label, sizeof(label),
+				  "uring-pingpong notify+wait in one enter (median)",
+				  &variant[var], variants);
+		ring_spread(what, "per s", c[var], ROUNDS);
+		bench_report(what, "per s", bench_median(c[var], ROUNDS),
 			     "blocking syncmem wait", bm, 1);
 	}
 	syncmem_close(region);

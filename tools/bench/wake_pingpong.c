@@ -24,7 +24,7 @@ static void sm_wake(_Atomic uint32_t *w)
 
 int main(int argc, char **argv)
 {
-	static const struct pp_ops sm = { sm_wait, sm_wake };
+	static const struct pp_ops sm = { .wait = sm_wait, .wake = sm_wake };
 	uint32_t n = argc > 1 ? (uint32_t)atoi(argv[1]) : 10000;
 	double a[ROUNDS], b[ROUNDS];
 	struct pp_words *fw;
