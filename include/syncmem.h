@@ -333,7 +333,8 @@ size_t syncmem_loop_pending(const struct syncmem_loop *loop);
  * command in the loop's own ring, whose CQE is its completion, and
  * syncmem_loop_fd() is the ring's fd.
  * So is a contended async lock acquisition (syncmem_lock_async() and the
- * calls built on it): a lock request, which an unlock hands the lock to.
+ * calls built on it, and an async pass of a SYNCMEM_GATE_HELD gate): a
+ * lock request, which an unlock (a signal) hands the word to.
  * The other waits of the lock family (which may be handed a count: a
  * hand-off in a CQE would be lost with a killed process, or which wait
  * for a word to change) and completions queued without the kernel still

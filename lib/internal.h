@@ -174,7 +174,7 @@ int syncmem__lock_wait_async_until(struct syncmem_loop *loop, struct syncmem_reg
  * translated to raw ones: SYNCMEM_WAIT_HANDED_OFF (the word is ours),
  * SYNCMEM_WAIT_OWNER_DIED, SYNCMEM_WAIT_TIMED_OUT, -ECANCELED or -errno
  * (-ENOTRECOVERABLE, -EUCLEAN...). So only for a word that is the object
- * itself (a lock), released by UNLOCK. On the ring path it never returns
+ * itself (a lock, a held gate), released by UNLOCK. On the ring path it never returns
  * SYNCMEM_WAIT_NOT_EQUAL, nor at once a result that means taken: a word
  * the command takes at once completes through its callback.
  */

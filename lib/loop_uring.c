@@ -11,8 +11,7 @@
  * Through the handle instead: waits that may be handed a value (see
  * syncmem__wait_async_until(): an unread CQE's hand-off dies with its
  * process, so the ring keeps 16-byte CQEs), owner waits that wait for a
- * word to change or that no LOCK command serves (held gates, rwlock
- * slots, Web Locks requests), and posts. The kernel queues a completion
+ * word to change (rwlock slots, Web Locks requests), and posts. The kernel queues a completion
  * record on the handle and adds 1 to an eventfd, and the ring keeps a read
  * of that eventfd armed while any such wait is pending; each read's count
  * says how many records to read() (no more, so that no read completes for

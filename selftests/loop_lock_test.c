@@ -8,7 +8,9 @@
  * among blocking lockers, the hand-over from a blocking unlock,
  * -EOWNERDEAD after a killed holder, abort racing an unlock (one callback,
  * -ECANCELED, the lock going on), timeouts, a loop's process killed while
- * its lock waits. Where the paths differ by design, the test says so: on
+ * its lock waits; and for held gates (SYNCMEM_GATE_HELD), whose async
+ * passes take the gate's word as a lock's do, FIFO and a killed holder.
+ * Where the paths differ by design, the test says so: on
  * the ring path the unlock hands the lock over before the loop runs, and
  * a process killed after the hand-over but before its loop saw it is a
  * holder that died.
@@ -17,6 +19,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "syncmem_test.h"
@@ -26,6 +29,8 @@
 
 struct shared {
 	struct syncmem_lock lock;
+	struct syncmem_gate gate;	/* SYNCMEM_GATE_HELD */
+	struct syncmem_lock spare;
 	_Atomic int ready;
 	_Atomic int go;
 	_Atomic int seq;
@@ -62,6 +67,8 @@ FIXTURE_SETUP(loop_lock)
 	ASSERT_EQ(0, syncmem_open(NULL, 4096, 0, 0, &self->r));
 	self->sh = syncmem_base(self->r);
 	syncmem_lock_init(&self->sh->lock, 0);
+	syncmem_lock_init(&self->sh->spare, 0);
+	ASSERT_EQ(0, syncmem_gate_init_flags(&self->sh->gate, false, SYNCMEM_GATE_HELD));
 	ASSERT_EQ(0, syncmem_loop_new(&self->loop));
 	ASSERT_EQ(variant->ring ? SYNCMEM_LOOP_URING : SYNCMEM_LOOP_EVENTFD,
 		  syncmem_loop_path(self->loop));
@@ -88,6 +95,7 @@ struct slot {
 	struct syncmem_region *r;
 	struct shared *sh;	/* set: record the turn in sh->order and unlock */
 	int tag;
+	bool gate;		/* pass the gate on instead */
 };
 
 static void slot_cb(void *arg, int result)
@@ -99,7 +107,8 @@ static void slot_cb(void *arg, int result)
 	s->at = now_ns();
 	if (s->sh && !result) {
 		s->sh->order[atomic_fetch_add(&s->sh->seq, 1)] = s->tag;
-		if (syncmem_unlock(s->r, &s->sh->lock))
+		if (s->gate ? syncmem_gate_signal(s->r, &s->sh->gate) < 0 :
+			      syncmem_unlock(s->r, &s->sh->lock) != 0)
 			s->result = -EPERM;
 	}
 }
@@ -374,6 +383,150 @@ TEST_F(loop_lock, a_loops_process_killed_while_its_lock_waits)
 	EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
 	EXPECT_EQ(0, self->sh->lock.word);
 	EXPECT_EQ(0, region_waiters(self->r));
+}
+
+/* Has child @pid exited? It stays to be reaped. */
+static bool exited(pid_t pid)
+{
+	siginfo_t info = { 0 };
+
+	return !waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) && info.si_pid == pid;
+}
+
+/*
+ * The ring path's async acquisitions are commands of the loop's ring: a
+ * child that may make no ioctl (SIGSYS) takes a held lock and passes a
+ * closed held gate from its loop. The eventfd path queues each by ioctl.
+ */
+TEST_F(loop_lock, on_the_ring_path_a_contended_acquisition_makes_no_ioctl)
+{
+	pid_t c;
+
+	ASSERT_EQ(128 + SIGSYS, filter_kills_child(forbid_ioctl));
+	atomic_store(&self->sh->ready, 0);
+	ASSERT_EQ(0, syncmem_lock(self->r, &self->sh->lock));
+	c = fork();
+	ASSERT_LE(0, c);
+	if (c == 0) {
+		struct syncmem_loop *loop;
+		struct slot w = { 0 }, s = { 0 }, g = { 0 };
+
+		/* Its owner ids first (ioctls), through a free lock. */
+		if (syncmem_loop_new(&loop) ||
+		    syncmem_lock_async(loop, self->r, &self->sh->spare, slot_cb, &w) ||
+		    !run_until(loop, &w) || w.result ||
+		    syncmem_unlock(self->r, &self->sh->spare) || forbid_ioctl())
+			_exit(10);
+		if (syncmem_lock_async(loop, self->r, &self->sh->lock, slot_cb, &s))
+			_exit(11);
+		atomic_store(&self->sh->ready, 1);
+		if (!run_until(loop, &s) || s.result ||
+		    syncmem_unlock(self->r, &self->sh->lock))
+			_exit(12);
+		if (syncmem_gate_wait_async(loop, self->r, &self->sh->gate, slot_cb, &g))
+			_exit(13);
+		atomic_store(&self->sh->ready, 2);
+		if (!run_until(loop, &g) || g.result)
+			_exit(14);
+		_exit(0);	/* syncmem_loop_free() would cancel by ioctl */
+	}
+	while (atomic_load(&self->sh->ready) == 0 && !exited(c))
+		usleep(1000);
+	if (atomic_load(&self->sh->ready) == 1) {
+		ASSERT_EQ(1, await_waiters(self->r, 1));
+		ASSERT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
+		while (atomic_load(&self->sh->ready) == 1 && !exited(c))
+			usleep(1000);
+		if (atomic_load(&self->sh->ready) == 2) {
+			ASSERT_EQ(1, await_waiters(self->r, 1));
+			EXPECT_EQ(1, syncmem_gate_signal(self->r, &self->sh->gate));
+		}
+	}
+	EXPECT_EQ(variant->ring ? 0 : 128 + SIGSYS, wait_exit(c));
+	if (!variant->ring && holder_of(&self->sh->lock))
+		EXPECT_EQ(0, syncmem_unlock(self->r, &self->sh->lock));
+	EXPECT_EQ(0, region_waiters(self->r));
+}
+
+/* A child that waits at the held gate, records its turn as @tag, and signals. */
+static pid_t blocking_passer(struct syncmem_region *r, struct shared *sh, int tag)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (syncmem_gate_wait(r, &sh->gate, 10000 * MS))
+			_exit(10);
+		sh->order[atomic_fetch_add(&sh->seq, 1)] = tag;
+		_exit(syncmem_gate_signal(r, &sh->gate) < 0 ? 11 : 0);
+	}
+	return pid;
+}
+
+/* Held gates: the same as locks, a signal being an unlock that hands off. */
+TEST_F(loop_lock, held_gate_fifo_with_blocking_waiters)
+{
+	struct slot a = { .r = self->r, .sh = self->sh, .tag = 1, .gate = true };
+	struct slot c = { .r = self->r, .sh = self->sh, .tag = 3, .gate = true };
+	pid_t b;
+
+	atomic_store(&self->sh->seq, 0);
+	ASSERT_EQ(0, syncmem_gate_wait_async(self->loop, self->r, &self->sh->gate, slot_cb, &a));
+	ASSERT_EQ(1, await_waiters(self->r, 1));
+	b = blocking_passer(self->r, self->sh, 2);
+	ASSERT_LT(0, b);
+	ASSERT_EQ(1, await_waiters(self->r, 2));
+	ASSERT_EQ(0, syncmem_gate_wait_async(self->loop, self->r, &self->sh->gate, slot_cb, &c));
+	ASSERT_EQ(1, await_waiters(self->r, 3));
+	EXPECT_EQ(0, syncmem_loop_run_once(self->loop, 0));
+	/* One signal lets A through, which lets B, which lets C. */
+	ASSERT_EQ(1, syncmem_gate_signal(self->r, &self->sh->gate));
+	EXPECT_EQ(self->me, self->sh->gate.word & SYNCMEM_OWNER_ID);
+	ASSERT_EQ(1, run_until(self->loop, &a));
+	EXPECT_EQ(0, a.result);
+	EXPECT_EQ(0, wait_exit(b));
+	ASSERT_EQ(1, run_until(self->loop, &c));
+	EXPECT_EQ(0, c.result);
+	ASSERT_EQ(3, atomic_load(&self->sh->seq));
+	EXPECT_EQ(1, self->sh->order[0]);
+	EXPECT_EQ(2, self->sh->order[1]);
+	EXPECT_EQ(3, self->sh->order[2]);
+	/* C's signal found nobody: open. */
+	EXPECT_EQ(0, self->sh->gate.word);
+	EXPECT_EQ(0, region_waiters(self->r));
+	EXPECT_EQ(1, a.calls);
+	EXPECT_EQ(1, c.calls);
+}
+
+TEST_F(loop_lock, held_gate_of_a_killed_holder_is_eownerdead)
+{
+	struct slot s = { 0 };
+	pid_t h;
+
+	/* A child passes the open gate (it names the child) and dies holding it. */
+	self->sh->gate.word = 0;
+	atomic_store(&self->sh->ready, 0);
+	h = fork();
+	ASSERT_LE(0, h);
+	if (h == 0) {
+		if (syncmem_gate_wait(self->r, &self->sh->gate, 0))
+			_exit(10);
+		atomic_store(&self->sh->ready, 1);
+		pause();
+		_exit(11);
+	}
+	while (!atomic_load(&self->sh->ready))
+		usleep(1000);
+	ASSERT_EQ(0, syncmem_gate_wait_async(self->loop, self->r, &self->sh->gate, slot_cb, &s));
+	ASSERT_EQ(1, await_waiters(self->r, 1));
+	kill(h, SIGKILL);
+	EXPECT_EQ(128 + SIGKILL, wait_exit(h));
+	ASSERT_EQ(1, run_until(self->loop, &s));
+	EXPECT_EQ(-EOWNERDEAD, s.result);
+	EXPECT_EQ(self->me | SYNCMEM_OWNER_DIED, self->sh->gate.word & ~SYNCMEM_OWNER_WAITERS);
+	/* The next signal drops the died bit: open. */
+	EXPECT_EQ(0, syncmem_gate_signal(self->r, &self->sh->gate));
+	EXPECT_EQ(0, self->sh->gate.word);
+	EXPECT_EQ(1, s.calls);
 }
 
 TEST_HARNESS_MAIN
