@@ -332,14 +332,11 @@ size_t syncmem_loop_pending(const struct syncmem_loop *loop);
  * On SYNCMEM_LOOP_URING, each async wait on a word is an io_uring
  * command in the loop's own ring, whose CQE is its completion, and
  * syncmem_loop_fd() is the ring's fd.
- * So is a contended async lock acquisition (syncmem_lock_async() and the
- * calls built on it, and an async pass of a SYNCMEM_GATE_HELD gate): a
- * lock request, which an unlock (a signal) hands the word to.
- * The other waits of the lock family (which may be handed a count: a
- * hand-off in a CQE would be lost with a killed process, or which wait
- * for a word to change) and completions queued without the kernel still
- * go through the loop's handle and its eventfd, which the ring reads.
- * The loop keeps the fd of the region of its first command open until
+ * The waits of the lock family (which may be handed the lock or a count:
+ * a hand-off in a CQE would be lost with a killed process) and
+ * completions queued without the kernel still go through the loop's
+ * handle and its eventfd, which the ring reads.
+ * The loop keeps the fd of the region of its first such wait open until
  * it is freed, for its cancel commands.
  * On SYNCMEM_LOOP_EVENTFD, each wait is an ioctl, the loop poll()s its
  * handle and read()s the completion records, and syncmem_loop_fd() is the
@@ -349,11 +346,7 @@ size_t syncmem_loop_pending(const struct syncmem_loop *loop);
  * the module has no io_uring commands (no SYNCMEM_FEAT_URING), or when
  * the environment variable SYNCMEM_LOOP is "eventfd" as the loop is made.
  * Every call behaves the same on both paths, but for the per-handle limit
- * on queued waits (max_async_waits), which only the eventfd path has, and
- * a process killed after an unlock handed its loop a lock but before the
- * loop took the completion in: on the ring path the lock is the
- * process's once the CQE is posted, so the next locker gets EOWNERDEAD;
- * the eventfd path passes on a hand-over whose record was not read.
+ * on queued waits (max_async_waits), which only the eventfd path has.
  *
  * Returns: SYNCMEM_LOOP_URING or SYNCMEM_LOOP_EVENTFD.
  * Errors:
@@ -958,8 +951,6 @@ int syncmem_lock_consistent(struct syncmem_region *r, struct syncmem_lock *l);
  *	was queued.
  * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
  *	queued.
- * -EMFILE: no free file descriptor for the loop's copy of @r's fd (the
- *	first command of a loop on the io_uring path); nothing was queued.
  * -ENOTRECOVERABLE: the lock is not recoverable; nothing was queued.
  * -EUCLEAN: the lock word holds a value this library never writes.
  */
@@ -991,8 +982,6 @@ int syncmem_lock_async(struct syncmem_loop *loop, struct syncmem_region *r,
  *	was queued.
  * -EDQUOT: the user has max_user_async_waits waits queued; nothing was
  *	queued.
- * -EMFILE: no free file descriptor for the loop's copy of @r's fd (the
- *	first command of a loop on the io_uring path); nothing was queued.
  */
 int syncmem_lock_async_timed(struct syncmem_loop *loop, struct syncmem_region *r,
 			     struct syncmem_lock *l, int64_t timeout_ns, syncmem_wait_cb cb,

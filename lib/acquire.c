@@ -7,10 +7,9 @@
  * wake-up or a changed word means: try again. For an owner word (a held
  * gate) the waits are LOCK_WAITs, and the kernel may also give the object
  * to a waiter because its holder died (SYNCMEM_WAIT_OWNER_DIED:
- * -EOWNERDEAD); from a loop on its ring path they are LOCK commands,
- * which are only ever handed the object. A word that keeps changing
- * between try() and the wait (SYNCMEM__RETRY_MAX times in one call) is
- * being written by something else: -EUCLEAN.
+ * -EOWNERDEAD). A word that keeps changing between try() and the wait
+ * (SYNCMEM__RETRY_MAX times in one call) is being written by something
+ * else: -EUCLEAN.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -96,17 +95,6 @@ static void acquire_finish(struct acquire_op *op, int result)
 static void acquire_step(void *arg, int result);
 
 /*
- * An owner word's acquisition is the take of the word (a ring LOCK, or an
- * owner wait) as a lock's is. A word that says "unrecoverable" is one that
- * no object here writes (try() says -EUCLEAN); where the ring LOCK reports
- * it (-ENOTRECOVERABLE, also after it queued), say the same.
- */
-static int unrecoverable_is_unclean(int ret)
-{
-	return ret == -ENOTRECOVERABLE ? -EUCLEAN : ret;
-}
-
-/*
  * Take it or queue an async wait: 1 taken, 2 taken after a dead holder,
  * 0 queued, or a negative errno.
  */
@@ -121,10 +109,9 @@ static int acquire_try(struct acquire_op *op)
 		if (ret)
 			return ret;
 		if (op->a.owner)
-			ret = unrecoverable_is_unclean(
-				syncmem__lock_take_async_until(op->loop, op->r, op->a.word,
-							       expected, op->deadline,
-							       acquire_step, op, &op->kid));
+			ret = syncmem__lock_wait_async_until(op->loop, op->r, op->a.word, expected,
+							     op->deadline, acquire_step, op,
+							     &op->kid);
 		else
 			ret = syncmem__wait_async_until(op->loop, op->r, op->a.word, op->a.width,
 							expected, op->deadline, true, acquire_step,
@@ -170,7 +157,7 @@ static void acquire_step(void *arg, int result)
 	if (result == SYNCMEM_WAIT_TIMED_OUT)
 		result = -ETIMEDOUT;
 	if (result < 0) {
-		acquire_finish(op, op->a.owner ? unrecoverable_is_unclean(result) : result);
+		acquire_finish(op, result);
 		return;
 	}
 	ret = acquire_try(op);

@@ -16,7 +16,6 @@ struct idmap_entry {
 	void *arg;
 	bool raw;		/* cb wants the kernel's SYNCMEM_WAIT_* result */
 	bool ring;		/* a loop's wait whose end is a CQE of its ring */
-	bool lock;		/* a ring LOCK: its CQE's res is translated (raw) */
 };
 
 struct idmap {

@@ -166,32 +166,6 @@ int syncmem__lock_wait_async_until(struct syncmem_loop *loop, struct syncmem_reg
 				   syncmem_wait_cb cb, void *arg, uint64_t *id_out);
 
 /*
- * Take the owner word @addr for this process's owner id from @loop: as
- * syncmem__lock_wait_async_until() (which it is on the eventfd path, or
- * without the module's ring LOCK command), but on the ring path one
- * SYNCMEM_URING_LOCK command, which takes a free word itself and is only
- * ever handed the word, never woken to look again. Its results are
- * translated to raw ones: SYNCMEM_WAIT_HANDED_OFF (the word is ours),
- * SYNCMEM_WAIT_OWNER_DIED, SYNCMEM_WAIT_TIMED_OUT, -ECANCELED or -errno
- * (-ENOTRECOVERABLE, -EUCLEAN...). So only for a word that is the object
- * itself (a lock, a held gate), released by UNLOCK. On the ring path it never returns
- * SYNCMEM_WAIT_NOT_EQUAL, nor at once a result that means taken: a word
- * the command takes at once completes through its callback.
- */
-int syncmem__lock_take_async_until(struct syncmem_loop *loop, struct syncmem_region *r,
-				   const uint64_t *addr, uint64_t expected, uint64_t deadline_ns,
-				   syncmem_wait_cb cb, void *arg, uint64_t *id_out);
-
-/*
- * Fill @sqe with a SYNCMEM_URING_LOCK of the owner word at @offset of @r
- * for @owner (the process's id), ending after @timeout_ns (negative: no
- * limit); user_data is left as it is.
- */
-struct io_uring_sqe;
-void syncmem__prep_lock_at(struct io_uring_sqe *sqe, struct syncmem_region *r,
-			   uint64_t offset, uint64_t owner, int64_t timeout_ns);
-
-/*
  * Cancel the queued wait @id of @loop: 0 (its callback gets -ECANCELED),
  * -ENOENT when it is not queued (its completion is on its way, or done).
  */

@@ -33,9 +33,7 @@
  *
  * Async acquisitions hold the lock as the process (the kernel's process
  * owner id), so any thread of the process may unlock it and the lock is
- * recovered when the process dies. On the loop's ring path a contended one
- * is a SYNCMEM_URING_LOCK command: the kernel hands it the lock (UNLOCK
- * never wakes it to compete), so it never counts as starving.
+ * recovered when the process dies.
  *
  * Hostile peers: flags only ever hold SYNCMEM_LOCK_FAIR (-EUCLEAN
  * otherwise); any word value is some owner id, live or dead, so a scribbled
@@ -600,10 +598,9 @@ static void lock_op_finish(struct lock_op *op, int result)
 static void lock_op_step(void *arg, int result);
 
 /*
- * Try to take the lock, else queue an async acquisition of its word (on
- * the loop's ring path a LOCK command, which is handed the lock, else an
- * owner wait). Returns 1 when taken, 2 taken after a dead holder, 0 when
- * queued, or a negative errno.
+ * Try to take the lock, else queue an async owner wait on its word. Returns
+ * 1 when taken, 2 taken after a dead holder, 0 when queued, or a negative
+ * errno.
  */
 static int lock_op_try(struct lock_op *op)
 {
@@ -615,7 +612,7 @@ static int lock_op_try(struct lock_op *op)
 		ret = lock_step(op->l, op->id, false, &sleep_on);
 		if (ret)
 			return ret;
-		ret = syncmem__lock_take_async_until(op->loop, op->r, &op->l->word, sleep_on,
+		ret = syncmem__lock_wait_async_until(op->loop, op->r, &op->l->word, sleep_on,
 						     op->deadline, lock_op_step, op, &op->kid);
 		if (ret == SYNCMEM_WAIT_QUEUED)
 			return 0;

@@ -342,7 +342,7 @@ static int wait_async_flags(struct syncmem_loop *loop, struct syncmem_region *r,
 		ret = syncmem__ioctl(loop->handle, SYNCMEM_IOC_WAIT_ASYNC, &w);
 	if (ret != SYNCMEM_WAIT_QUEUED)
 		return ret;	/* NOT_EQUAL, TIMED_OUT, OWNER_DIED or -errno: no callback */
-	syncmem__loop_pending_add(loop, w.user_data, cb, arg, raw, ring, false);
+	syncmem__loop_pending_add(loop, w.user_data, cb, arg, raw, ring);
 	if (!ring && loop->uring && loop->fd_given)
 		syncmem__ring_arm(loop);	/* its record must make the ring's fd readable */
 	if (id_out)
@@ -383,44 +383,6 @@ int syncmem__lock_wait_async_until(struct syncmem_loop *loop, struct syncmem_reg
 		return (int)id;
 	return wait_async_flags(loop, r, addr, 8, expected, deadline_ns, cb, arg, true,
 				id_out, SYNCMEM_WAIT_ASYNC_OWNER);
-}
-
-int syncmem__lock_take_async_until(struct syncmem_loop *loop, struct syncmem_region *r,
-				   const uint64_t *addr, uint64_t expected, uint64_t deadline_ns,
-				   syncmem_wait_cb cb, void *arg, uint64_t *id_out)
-{
-	__u64 offset;
-	int64_t owner;
-	uint64_t id;
-	int ret;
-
-	if (!loop || !loop->ring_lock)
-		return syncmem__lock_wait_async_until(loop, r, addr, expected, deadline_ns, cb,
-						      arg, id_out);
-	if (!cb)
-		return -EINVAL;
-	ret = syncmem__loop_check(loop);
-	if (ret)
-		return ret;
-	ret = syncmem__word_offset(r, addr, 8, &offset);
-	if (ret)
-		return ret;
-	/* The word is taken as the process's id, an async acquisition's. */
-	owner = syncmem__process_owner(loop->handle);
-	if (owner < 0)
-		return (int)owner;
-	/* Room first: once the kernel has queued the command it must be tracked. */
-	ret = syncmem__idmap_reserve(&loop->pending);
-	if (ret)
-		return ret;
-	id = ++loop->last_id;
-	ret = syncmem__ring_lock(loop, r, offset, (uint64_t)owner, timeout_of(deadline_ns), id);
-	if (ret != SYNCMEM_WAIT_QUEUED)
-		return ret;	/* TIMED_OUT or -errno: nothing taken, no callback */
-	syncmem__loop_pending_add(loop, id, cb, arg, true, true, true);
-	if (id_out)
-		*id_out = id;
-	return SYNCMEM_WAIT_QUEUED;
 }
 
 int syncmem__lock_wait_async(struct syncmem_loop *loop, struct syncmem_region *r,
@@ -470,7 +432,7 @@ static int post_to_kernel(struct syncmem_loop *loop, syncmem_wait_cb cb, void *a
 	ret = syncmem__ioctl(loop->handle, SYNCMEM_IOC_POST, &post);
 	if (ret)
 		return ret;
-	syncmem__loop_pending_add(loop, post.user_data, cb, arg, true, false, false);
+	syncmem__loop_pending_add(loop, post.user_data, cb, arg, true, false);
 	/* Its record must make the ring's fd readable. */
 	return loop->uring ? syncmem__ring_arm(loop) : 0;
 }

@@ -3,8 +3,7 @@
  * The event loop's core, under both of its paths: the table of pending
  * callbacks, running a callback when its wait ends, and reading the
  * completion records the kernel queues on the loop's handle (all of the
- * eventfd path's completions; the ring path's waits that have no ring
- * command, and posts).
+ * eventfd path's completions; the ring path's lock waits and posts).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,10 +27,9 @@ bool syncmem__loop_stopped(const struct syncmem_loop *loop)
 }
 
 void syncmem__loop_pending_add(struct syncmem_loop *loop, uint64_t id, syncmem_wait_cb cb,
-			       void *arg, bool raw, bool ring, bool lock)
+			       void *arg, bool raw, bool ring)
 {
-	struct idmap_entry e = { .id = id, .cb = cb, .arg = arg, .raw = raw, .ring = ring,
-				 .lock = lock };
+	struct idmap_entry e = { .id = id, .cb = cb, .arg = arg, .raw = raw, .ring = ring };
 
 	syncmem__idmap_insert(&loop->pending, &e);
 	if (!ring)
@@ -61,28 +59,12 @@ static int user_result(int result)
 	}
 }
 
-int syncmem__lock_cqe_result(int res)
-{
-	switch (res) {
-	case 0:
-		return SYNCMEM_WAIT_HANDED_OFF;
-	case -EOWNERDEAD:
-		return SYNCMEM_WAIT_OWNER_DIED;
-	case -ETIMEDOUT:
-		return SYNCMEM_WAIT_TIMED_OUT;
-	default:
-		return res < 0 ? res : -EIO;
-	}
-}
-
 bool syncmem__loop_run_one(struct syncmem_loop *loop, uint64_t id, int result)
 {
 	struct idmap_entry e;
 
 	if (!pending_take(loop, id, &e))
 		return false;	/* not ours, or already run with -ECANCELED by a free */
-	if (e.lock)
-		result = syncmem__lock_cqe_result(result);
 	e.cb(e.arg, e.raw ? result : user_result(result));
 	return true;
 }

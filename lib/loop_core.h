@@ -34,7 +34,6 @@ struct loop_cqe {
 struct syncmem_loop {
 	struct io_uring ring;
 	bool uring;		/* the ring path (else the eventfd path: no ring) */
-	bool ring_lock;		/* ring path: the module has SYNCMEM_URING_LOCK */
 	/* Records read from the handle whose callbacks have not run: [rec_head, rec_count). */
 	struct syncmem_completion recs[LOOP_BATCH];
 	size_t rec_head, rec_count;
@@ -62,19 +61,9 @@ struct syncmem_loop {
 	bool fd_given;		/* syncmem_loop_fd() was called: post through the kernel */
 };
 
-/*
- * Track the callback of wait @id (room reserved); @ring: its end is a CQE,
- * @lock: of a ring LOCK (syncmem__lock_cqe_result()).
- */
+/* Track the callback of wait @id (room reserved); @ring: its end is a CQE. */
 void syncmem__loop_pending_add(struct syncmem_loop *loop, uint64_t id, syncmem_wait_cb cb,
-			       void *arg, bool raw, bool ring, bool lock);
-
-/*
- * A ring LOCK's res as the raw result of an owner wait: 0 is
- * SYNCMEM_WAIT_HANDED_OFF, -EOWNERDEAD SYNCMEM_WAIT_OWNER_DIED, -ETIMEDOUT
- * SYNCMEM_WAIT_TIMED_OUT; errors stay.
- */
-int syncmem__lock_cqe_result(int res);
+			       void *arg, bool raw, bool ring);
 
 /*
  * Room for one more item in @items, which holds @count of *@cap items of

@@ -1,21 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The event loop's ring path: a plain wait is an io_uring command in the
- * loop's own ring (syncmem_prep_wait32/64), and so is an async acquisition
- * of a lock's owner word (SYNCMEM_URING_LOCK, when the module has it;
- * syncmem__lock_take_async_until()); its CQE is its completion (user_data
- * = the wait's id), a cancel is a ring command, a timeout is the module's.
- * A LOCK's res (0, -EOWNERDEAD...) is its callback's raw result translated
- * (syncmem__lock_cqe_result()).
- *
- * Through the handle instead: waits that may be handed a value (see
- * syncmem__wait_async_until(): an unread CQE's hand-off dies with its
- * process, so the ring keeps 16-byte CQEs), owner waits that wait for a
- * word to change (rwlock slots, Web Locks requests), and posts. The kernel queues a completion
- * record on the handle and adds 1 to an eventfd, and the ring keeps a read
- * of that eventfd armed while any such wait is pending; each read's count
- * says how many records to read() (no more, so that no read completes for
- * records already taken).
+ * loop's own ring (syncmem_prep_wait32/64), its CQE is its completion
+ * (user_data = the wait's id), a cancel is a ring command, a timeout is
+ * the module's. What has no ring command (lock waits, posts), and waits
+ * that may be handed something (see syncmem__wait_async_until()), go
+ * through the handle: the kernel queues a completion record there and adds
+ * 1 to an eventfd, and the ring keeps a read of that eventfd armed while
+ * any such wait is pending; each read's count says how many records to
+ * read() (no more, so that no read completes for records already taken).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,12 +35,13 @@
 #define LOOP_SQ_ENTRIES 64
 #define LOOP_CQ_ENTRIES 4096
 
-/* The module's SYNCMEM_FEAT_* bits, or 0. */
-static uint64_t module_features(int handle)
+/* Does the module take io_uring commands on region fds? */
+static bool module_has_uring(int handle)
 {
 	struct syncmem_version v;
 
-	return syncmem__ioctl(handle, SYNCMEM_IOC_VERSION, &v) ? 0 : v.features;
+	return !syncmem__ioctl(handle, SYNCMEM_IOC_VERSION, &v) &&
+	       (v.features & SYNCMEM_FEAT_URING);
 }
 
 int syncmem__ring_init(struct syncmem_loop *loop)
@@ -56,9 +50,8 @@ int syncmem__ring_init(struct syncmem_loop *loop)
 				     .cq_entries = LOOP_CQ_ENTRIES };
 	struct syncmem_eventfd reg = { 0 };
 	const char *force = getenv("SYNCMEM_LOOP");
-	uint64_t features = module_features(loop->handle);
 
-	if ((force && !strcmp(force, "eventfd")) || !(features & SYNCMEM_FEAT_URING))
+	if ((force && !strcmp(force, "eventfd")) || !module_has_uring(loop->handle))
 		return 0;
 	/* EPERM or ENOSYS under a seccomp filter, ENOMEM under RLIMIT_MEMLOCK, ... */
 	if (io_uring_queue_init_params(LOOP_SQ_ENTRIES, &loop->ring, &p) < 0)
@@ -71,7 +64,6 @@ int syncmem__ring_init(struct syncmem_loop *loop)
 	if (syncmem__ioctl(loop->handle, SYNCMEM_IOC_SET_EVENTFD, &reg))
 		goto fail;
 	loop->uring = true;
-	loop->ring_lock = features & SYNCMEM_FEAT_URING_LOCK;
 	return 0;
 
 fail:
@@ -306,85 +298,34 @@ int syncmem__ring_wait_some(struct syncmem_loop *loop, int64_t left_ns)
 	return err == -EINTR ? 0 : err < 0 ? err : 0;
 }
 
-/*
- * An SQE for a command on @r that a cancel may follow, with room for its
- * CQE: 0 and *@sqe, or -errno.
- */
-static int cmd_sqe(struct syncmem_loop *loop, struct syncmem_region *r,
-		   struct io_uring_sqe **sqe)
-{
-	int ret = cq_room(loop);
-
-	if (ret)
-		return ret;
-	/* Cancels go through a region fd: any region's, kept open from the first command. */
-	if (loop->cancel_fd < 0) {
-		loop->cancel_fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
-		if (loop->cancel_fd < 0)
-			return -errno;
-	}
-	*sqe = loop_sqe(loop);
-	return *sqe ? 0 : -EBUSY;
-}
-
-/*
- * Submit @sqe as command @id: 1 and its CQE's *@res if it ended before the
- * submit returned, 0 if it is pending, or -errno.
- */
-static int submit_cmd(struct syncmem_loop *loop, struct io_uring_sqe *sqe, uint64_t id,
-		      int *res)
-{
-	int ret;
-
-	io_uring_sqe_set_data64(sqe, id);
-	ret = io_uring_submit(&loop->ring);
-	if (ret < 0)
-		return ret;
-	return find_cqe(loop, id, res);
-}
-
-int syncmem__ring_lock(struct syncmem_loop *loop, struct syncmem_region *r, uint64_t offset,
-		       uint64_t owner, int64_t timeout_ns, uint64_t id)
-{
-	struct io_uring_sqe *sqe;
-	int ret, res;
-
-	ret = cmd_sqe(loop, r, &sqe);
-	if (ret)
-		return ret;
-	syncmem__prep_lock_at(sqe, r, offset, owner, timeout_ns);
-	ret = submit_cmd(loop, sqe, id, &res);
-	if (ret <= 0)
-		return ret ? ret : SYNCMEM_WAIT_QUEUED;
-	switch (res) {
-	case 0:
-	case -EOWNERDEAD:
-	case -ECANCELED:
-		/* Taken (at once or since), or ended: its callback says so. */
-		return SYNCMEM_WAIT_QUEUED;
-	default:
-		/* Nothing taken: nobody waits for its CQE. */
-		drop_stale_cqes(loop);
-		return syncmem__lock_cqe_result(res);
-	}
-}
-
 int syncmem__ring_wait(struct syncmem_loop *loop, struct syncmem_region *r, const void *addr,
 		       uint32_t width, uint64_t expected, int64_t timeout_ns, uint64_t id)
 {
 	struct io_uring_sqe *sqe;
 	int ret, res;
 
-	ret = cmd_sqe(loop, r, &sqe);
+	ret = cq_room(loop);
 	if (ret)
 		return ret;
+	/* Cancels go through a region fd: any region's, kept open from the first wait. */
+	if (loop->cancel_fd < 0) {
+		loop->cancel_fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+		if (loop->cancel_fd < 0)
+			return -errno;
+	}
+	sqe = loop_sqe(loop);
+	if (!sqe)
+		return -EBUSY;
 	if (width == 8)
 		syncmem_prep_wait64(sqe, r, addr, expected, timeout_ns);
 	else
 		syncmem_prep_wait32(sqe, r, addr, (uint32_t)expected, timeout_ns);
-	ret = submit_cmd(loop, sqe, id, &res);
-	if (ret <= 0)
-		return ret ? ret : SYNCMEM_WAIT_QUEUED;
+	io_uring_sqe_set_data64(sqe, id);
+	ret = io_uring_submit(&loop->ring);
+	if (ret < 0)
+		return ret;
+	if (!find_cqe(loop, id, &res))
+		return SYNCMEM_WAIT_QUEUED;
 	switch (res) {
 	case SYNCMEM_WAIT_WOKEN:
 	case SYNCMEM_WAIT_HANDED_OFF:

@@ -46,16 +46,6 @@ int syncmem__ring_wait_some(struct syncmem_loop *loop, int64_t left_ns);
 int syncmem__ring_wait(struct syncmem_loop *loop, struct syncmem_region *r, const void *addr,
 		       uint32_t width, uint64_t expected, int64_t timeout_ns, uint64_t id);
 
-/*
- * Queue a SYNCMEM_URING_LOCK of the owner word at @offset of @r for @owner
- * as a command of the loop's ring, under @id, ending after @timeout_ns
- * (negative: no limit). SYNCMEM_WAIT_QUEUED (also when it took the word at
- * once: its callback runs), or, with nothing taken and no callback,
- * SYNCMEM_WAIT_TIMED_OUT or -errno.
- */
-int syncmem__ring_lock(struct syncmem_loop *loop, struct syncmem_region *r, uint64_t offset,
-		       uint64_t owner, int64_t timeout_ns, uint64_t id);
-
 /* Cancel the ring wait @id: 0 (it ends with -ECANCELED), -ENOENT, or -errno. */
 int syncmem__ring_cancel(struct syncmem_loop *loop, uint64_t id);
 

@@ -99,32 +99,21 @@ void syncmem_prep_notify(struct io_uring_sqe *sqe, struct syncmem_region *r,
  * its threads may unlock it. The kernel checks the id; one that could not
  * be fetched goes as 0, which it refuses (-EINVAL).
  */
-void syncmem__prep_lock_at(struct io_uring_sqe *sqe, struct syncmem_region *r,
-			   uint64_t offset, uint64_t owner, int64_t timeout_ns)
-{
-	struct syncmem_uring_lock c = { .offset = offset, .owner = owner };
-
-	uring_prep(sqe, r, SYNCMEM_URING_CMD_OP(SYNCMEM_URING_LOCK, uring_timeout(timeout_ns)),
-		   &c);
-}
-
 void syncmem_prep_lock(struct io_uring_sqe *sqe, struct syncmem_region *r,
 		       struct syncmem_lock *l, int64_t timeout_ns)
 {
-	__u64 offset = UINT64_MAX;
-	uint64_t owner = 0;
+	struct syncmem_uring_lock c = { .offset = UINT64_MAX };
 	int64_t id;
 
 	if (!sqe)
 		return;
 	/* A lock not wholly inside @r: an offset no region has, which the kernel refuses. */
-	if (!syncmem__object_offset(r, l, sizeof(*l), 8, &offset)) {
+	if (!syncmem__object_offset(r, l, sizeof(*l), 8, &c.offset)) {
 		id = syncmem__process_owner(r->fd);
-		owner = id > 0 ? (uint64_t)id : 0;
-	} else {
-		offset = UINT64_MAX;
+		c.owner = id > 0 ? (uint64_t)id : 0;
 	}
-	syncmem__prep_lock_at(sqe, r, offset, owner, timeout_ns);
+	uring_prep(sqe, r, SYNCMEM_URING_CMD_OP(SYNCMEM_URING_LOCK, uring_timeout(timeout_ns)),
+		   &c);
 }
 
 void syncmem_prep_cancel(struct io_uring_sqe *sqe, struct syncmem_region *r,

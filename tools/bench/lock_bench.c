@@ -10,10 +10,8 @@
  *    waiter against the blocking one; and for a ring waiter (a LOCK command
  *    in its own io_uring, syncmem_prep_lock) against the blocking one.
  *
- * Usage: lock_bench [handover | handover-loop]: only the ring waiter's
- * hand-over against the blocking one's, or only the loop waiter's on each
- * of the loop's paths (its default and SYNCMEM_LOOP=eventfd) against the
- * blocking one's; SYNCMEM_RING_FLAGS picks the ring's setup flags
+ * Usage: lock_bench [handover] (only the ring waiter's hand-over against
+ * the blocking one's); SYNCMEM_RING_FLAGS picks the ring's setup flags
  * (ringflags.h).
  */
 #define _GNU_SOURCE
@@ -31,10 +29,7 @@
 #define ROUNDS		5
 #define HANDOVERS	200
 
-enum kind {
-	PTHREAD, PTHREAD_ADAPTIVE, SYNCMEM, SYNCMEM_FAIR, SYNCMEM_ASYNC, SYNCMEM_ASYNC_EVFD,
-	SYNCMEM_RING
-};
+enum kind { PTHREAD, PTHREAD_ADAPTIVE, SYNCMEM, SYNCMEM_FAIR, SYNCMEM_ASYNC, SYNCMEM_RING };
 
 struct shared {
 	struct syncmem_lock lock;
@@ -163,10 +158,6 @@ static double handover(struct shared *sh, enum kind k)
 	atomic_store(&sh->phase, 0);
 	pid = fork();
 	if (pid == 0) {
-		if (k == SYNCMEM_ASYNC_EVFD && setenv("SYNCMEM_LOOP", "eventfd", 1))
-			_exit(1);
-		if (k == SYNCMEM_ASYNC_EVFD)
-			k = SYNCMEM_ASYNC;
 		if (k == SYNCMEM_ASYNC && syncmem_loop_new(&loop))
 			_exit(1);
 		if (k == SYNCMEM_RING && io_uring_queue_init(4, &ring, variant[cur].flags))
@@ -195,8 +186,6 @@ static double handover(struct shared *sh, enum kind k)
 		syncmem_loop_free(loop);
 		_exit(0);
 	}
-	if (k == SYNCMEM_ASYNC_EVFD)
-		k = SYNCMEM_ASYNC;
 	for (int i = 0; i < HANDOVERS; i++) {
 		take(sh, k == SYNCMEM_ASYNC || k == SYNCMEM_RING ? SYNCMEM : k);
 		atomic_store(&sh->phase, 2 * i + 1);
@@ -238,29 +227,6 @@ static void ring_handover(struct shared *sh, int variants)
 	}
 }
 
-/* Loop waiters on each path against blocking ones: alternating rounds, medians of medians. */
-static void loop_handover(struct shared *sh)
-{
-	double sr[ROUNDS], lp[ROUNDS], ev[ROUNDS], sm;
-
-	for (int i = 0; i < ROUNDS; i++) {
-		memset(sh->latency, 0, sizeof(sh->latency));
-		sr[i] = handover(sh, SYNCMEM);
-		memset(sh->latency, 0, sizeof(sh->latency));
-		lp[i] = handover(sh, SYNCMEM_ASYNC);
-		memset(sh->latency, 0, sizeof(sh->latency));
-		ev[i] = handover(sh, SYNCMEM_ASYNC_EVFD);
-	}
-	ring_spread("lock hand-over, blocking waiter", "ns", sr, ROUNDS);
-	ring_spread("lock hand-over, loop waiter", "ns", lp, ROUNDS);
-	ring_spread("lock hand-over, eventfd-path loop waiter", "ns", ev, ROUNDS);
-	sm = bench_median(sr, ROUNDS);
-	bench_report("lock hand-over, loop waiter", "ns", bench_median(lp, ROUNDS), "blocking",
-		     sm, 0);
-	bench_report("lock hand-over, eventfd-path loop waiter", "ns", bench_median(ev, ROUNDS),
-		     "blocking", sm, 0);
-}
-
 int main(int argc, char **argv)
 {
 	int variants = ring_variants("lock", variant);
@@ -278,11 +244,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	sh = syncmem_base(region);
-	if (argc > 1 && !strcmp(argv[1], "handover-loop")) {
-		loop_handover(sh);
-		syncmem_close(region);
-		return 0;
-	}
 	if (only_handover) {
 		ring_handover(sh, variants);
 		syncmem_close(region);
